@@ -1,0 +1,1 @@
+"""lbhc: shared kube-proxy health check for GCE target pools."""

@@ -1,0 +1,5 @@
+import sys
+
+from lbhc.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Data lbhc reasons about: cluster and cloud snapshots in, a plan out."""

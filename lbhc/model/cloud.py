@@ -1,0 +1,141 @@
+"""The GCE resources lbhc reads, as plain frozen data (no client types leak past gce/)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+# Canonical prefix the Compute API uses in every selfLink, whatever endpoint served it.
+COMPUTE_URL_PREFIX = "https://www.googleapis.com/compute/v1/"
+
+
+def resource_path(url: str) -> str:
+    """`projects/p/...` part of a Compute URL, so links from any endpoint compare equal."""
+    index = url.find("projects/")
+    return url[index:] if index >= 0 else url
+
+
+def http_health_check_url(project: str, name: str) -> str:
+    return f"{COMPUTE_URL_PREFIX}projects/{project}/global/httpHealthChecks/{name}"
+
+
+def network_url(project: str, network: str) -> str:
+    if "/" in network:
+        return COMPUTE_URL_PREFIX + resource_path(network)
+    return f"{COMPUTE_URL_PREFIX}projects/{project}/global/networks/{network}"
+
+
+def parse_description(description: str) -> dict[str, object]:
+    """Decode a JSON description; anything else (free text, empty) gives {}."""
+    try:
+        value = json.loads(description) if description else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class HttpHealthCheck:
+    name: str
+    description: str = ""
+    host: str = ""
+    request_path: str = "/"
+    port: int = 80
+    check_interval_sec: int = 5
+    timeout_sec: int = 5
+    healthy_threshold: int = 2
+    unhealthy_threshold: int = 2
+    self_link: str = ""
+
+
+@dataclass(frozen=True)
+class FirewallAllowed:
+    ip_protocol: str
+    ports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Firewall:
+    name: str
+    network: str = ""
+    description: str = ""
+    direction: str = "INGRESS"
+    priority: int = 1000
+    allowed: tuple[FirewallAllowed, ...] = ()
+    source_ranges: tuple[str, ...] = ()
+    target_tags: tuple[str, ...] = ()
+    destination_ranges: tuple[str, ...] = ()
+    disabled: bool = False
+    self_link: str = ""
+
+
+@dataclass(frozen=True)
+class TargetPool:
+    name: str
+    region: str = ""
+    description: str = ""
+    health_checks: tuple[str, ...] = ()
+    instances: tuple[str, ...] = ()
+    self_link: str = ""
+
+
+@dataclass(frozen=True)
+class ForwardingRule:
+    name: str
+    description: str = ""
+    target: str = ""
+    ip_address: str = ""
+
+
+@dataclass(frozen=True)
+class CloudSnapshot:
+    """The shared resources (None when absent) and the region's pools and forwarding rules.
+
+    `gaps` names anything that could not be read in full; like the cluster's, a gap makes
+    the planner withhold detaches and deletes.
+    """
+
+    health_check: HttpHealthCheck | None = None
+    firewall: Firewall | None = None
+    target_pools: tuple[TargetPool, ...] = ()
+    forwarding_rules: tuple[ForwardingRule, ...] = ()
+    gaps: tuple[str, ...] = field(default=())
+
+    @property
+    def complete(self) -> bool:
+        return not self.gaps
+
+
+def allowed_to_json(allowed: tuple[FirewallAllowed, ...]) -> list[dict[str, object]]:
+    return [{"IPProtocol": a.ip_protocol, "ports": list(a.ports)} for a in allowed]
+
+
+def health_check_to_json(check: HttpHealthCheck) -> dict[str, object]:
+    """The REST body for insert/update, in the API's field names."""
+    body: dict[str, object] = {
+        "name": check.name,
+        "description": check.description,
+        "requestPath": check.request_path,
+        "port": check.port,
+        "checkIntervalSec": check.check_interval_sec,
+        "timeoutSec": check.timeout_sec,
+        "healthyThreshold": check.healthy_threshold,
+        "unhealthyThreshold": check.unhealthy_threshold,
+    }
+    if check.host:
+        body["host"] = check.host
+    return body
+
+
+def firewall_to_json(firewall: Firewall) -> dict[str, object]:
+    return {
+        "name": firewall.name,
+        "network": firewall.network,
+        "description": firewall.description,
+        "direction": firewall.direction,
+        "priority": firewall.priority,
+        "allowed": allowed_to_json(firewall.allowed),
+        "sourceRanges": list(firewall.source_ranges),
+        "targetTags": list(firewall.target_tags),
+        "disabled": firewall.disabled,
+    }

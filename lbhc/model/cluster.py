@@ -1,0 +1,111 @@
+"""Small frozen projections of the Kubernetes objects lbhc reads.
+
+They are validated straight from the API's raw JSON (extra fields ignored) rather than
+through the kubernetes client's models, which cost ~10x the memory (reference.md 5). Only
+fields the planner uses are kept, so the projections double as the planner's input types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Projection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class ObjectMeta(_Projection):
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
+    resource_version: str = Field(default="", alias="resourceVersion")
+
+
+class Taint(_Projection):
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSpec(_Projection):
+    taints: tuple[Taint, ...] = ()
+    provider_id: str = Field(default="", alias="providerID")
+
+
+class NodeSystemInfo(_Projection):
+    kubelet_version: str = Field(default="", alias="kubeletVersion")
+    # Really the kubelet's version and cleared from 1.33 on (KEP-4004): a hint only.
+    kube_proxy_version: str = Field(default="", alias="kubeProxyVersion")
+
+
+class NodeStatus(_Projection):
+    node_info: NodeSystemInfo = Field(default_factory=NodeSystemInfo, alias="nodeInfo")
+
+
+class Node(_Projection):
+    metadata: ObjectMeta
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
+class ServiceSpec(_Projection):
+    type: str = "ClusterIP"
+    # Absent means Cluster: the API server defaults it, but dumps and older objects may omit it.
+    external_traffic_policy: str = Field(default="Cluster", alias="externalTrafficPolicy")
+    load_balancer_class: str | None = Field(default=None, alias="loadBalancerClass")
+
+
+class Service(_Projection):
+    metadata: ObjectMeta
+    spec: ServiceSpec = Field(default_factory=ServiceSpec)
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+class Container(_Projection):
+    name: str = ""
+    image: str = ""
+
+
+class PodSpec(_Projection):
+    node_name: str = Field(default="", alias="nodeName")
+    containers: tuple[Container, ...] = ()
+
+
+class Pod(_Projection):
+    metadata: ObjectMeta
+    spec: PodSpec = Field(default_factory=PodSpec)
+
+
+class Namespace(_Projection):
+    metadata: ObjectMeta
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """What the cluster looked like when read.
+
+    `complete` is False when any part could not be read in full (a list failed, a page
+    went missing): the planner then withholds every detach and delete.
+    """
+
+    nodes: tuple[Node, ...] = ()
+    services: tuple[Service, ...] = ()
+    kube_proxy_pods: tuple[Pod, ...] = ()
+    kube_system_uid: str | None = None
+    gaps: tuple[str, ...] = field(default=())
+
+    @property
+    def complete(self) -> bool:
+        return not self.gaps

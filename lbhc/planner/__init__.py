@@ -1,0 +1,1 @@
+"""The pure middle: cluster snapshot + cloud snapshot + config -> Plan. Imports no client."""

@@ -1,0 +1,42 @@
+"""What the planner needs to know beyond the two snapshots: plain, validated elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+# Google's health-checker ranges for target-pool network LBs. 130.211.0.0/22 serves other
+# LB types only, so it is deliberately absent (reference.md 4).
+HEALTH_CHECKER_RANGES = ("35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22")
+
+
+class UnknownVersionPolicy(StrEnum):
+    # Default: an unknown kube-proxy may not answer on the port at all, and attaching would
+    # then take its node out of every LB. Falling back leaves pools as the cloud controller
+    # made them, which is what upstream did for unparsable versions.
+    FALLBACK = "fallback"
+    ASSUME_SUPPORTED = "assume-supported"
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    project: str
+    region: str
+    network: str = "default"
+    node_tags: tuple[str, ...] = ()
+    cluster_id: str | None = None
+    base_name: str = "k8s-l4-healthcheck"
+    port: int = 10256
+    request_path: str = "/healthz"
+    check_interval_sec: int = 8
+    timeout_sec: int = 1
+    healthy_threshold: int = 1
+    unhealthy_threshold: int = 3
+    raise_only_timings: bool = False
+    source_ranges: tuple[str, ...] = HEALTH_CHECKER_RANGES
+    load_balancer_classes: tuple[str, ...] = ()
+    opt_out_annotation: str = "lbhc.dev/ignore"
+    replace_foreign_health_checks: bool = False
+    unknown_version_policy: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
+    kube_proxy_namespace: str = "kube-system"
+    kube_proxy_selector: tuple[tuple[str, str], ...] = (("k8s-app", "kube-proxy"),)

@@ -1,0 +1,222 @@
+"""plan(): the whole decision, as a pure function of two snapshots and the config."""
+
+from __future__ import annotations
+
+from lbhc.model.cloud import (
+    CloudSnapshot,
+    firewall_to_json,
+    health_check_to_json,
+    http_health_check_url,
+)
+from lbhc.model.cluster import ClusterSnapshot
+from lbhc.model.plan import DESTRUCTIVE_ACTIONS, Action, Change, FieldChange, Kind, Plan
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.fallback import decide_fallback
+from lbhc.planner.names import cluster_id_from_uid, is_valid_gce_name, shared_resource_name
+from lbhc.planner.pools import match_pools, plan_pool_changes
+from lbhc.planner.services import ineligibility
+from lbhc.planner.shared import (
+    desired_firewall,
+    desired_health_check,
+    is_owned,
+    reconcile_firewall,
+    reconcile_health_check,
+    same_network,
+)
+
+
+class PlanningError(ValueError):
+    """The inputs cannot yield a plan (e.g. no cluster id can be known)."""
+
+
+def resolve_cluster_id(cluster: ClusterSnapshot, config: PlannerConfig) -> str:
+    if config.cluster_id:
+        return config.cluster_id
+    if cluster.kube_system_uid:
+        return cluster_id_from_uid(cluster.kube_system_uid)
+    raise PlanningError(
+        "cluster id unknown: set --cluster-id (LBHC_CLUSTER_ID), or include the kube-system "
+        "Namespace in the cluster snapshot (kubectl get namespace kube-system -o json)"
+    )
+
+
+def shared_name(cluster: ClusterSnapshot, config: PlannerConfig) -> tuple[str, str]:
+    cluster_id = resolve_cluster_id(cluster, config)
+    name = shared_resource_name(config.base_name, cluster_id)
+    if not is_valid_gce_name(name):
+        raise PlanningError(
+            f"shared resource name {name!r} (base name {config.base_name!r} + cluster id "
+            f"{cluster_id!r}) is not a valid GCE name: expected [a-z]([-a-z0-9]{{0,61}}[a-z0-9])?"
+        )
+    return cluster_id, name
+
+
+def plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig) -> Plan:
+    cluster_id, name = shared_name(cluster, config)
+    check_url = http_health_check_url(config.project, name)
+    warnings: list[str] = []
+
+    pools = {pool.name: pool for pool in cloud.target_pools}
+    rules = {rule.name: rule for rule in cloud.forwarding_rules}
+    claims = match_pools(cluster.services, pools, rules, config, warnings)
+    # Created only once a pool can use them; kept while any eligible Service exists, even
+    # one whose pool is missing or unconfirmed, so a transient cloud state triggers no GC.
+    wanted = any(claim.eligible_reason is None for claim in claims.values())
+    keep = wanted or any(ineligibility(s, config) is None for s in cluster.services)
+    fallback = decide_fallback(cluster, config) if keep else None
+
+    check_owned = cloud.health_check is None or is_owned(cloud.health_check.description, cluster_id)
+    firewall_owned = cloud.firewall is None or is_owned(cloud.firewall.description, cluster_id)
+    if not check_owned:
+        warnings.append(
+            f"conflict: HttpHealthCheck {name} exists but is not owned by cluster {cluster_id}; "
+            "lbhc will not modify, attach or delete it"
+        )
+    if not firewall_owned:
+        warnings.append(
+            f"conflict: Firewall {name} exists but is not owned by cluster {cluster_id}; "
+            "lbhc will not modify or delete it, and attaches nothing new until it is resolved"
+        )
+
+    shared_changes, firewall_ok = _plan_shared(
+        cluster_id,
+        name,
+        cloud,
+        config,
+        wanted=wanted,
+        keep=keep,
+        fallback=fallback is not None,
+        check_owned=check_owned,
+        firewall_owned=firewall_owned,
+        warnings=warnings,
+    )
+    pool_changes: list[Change] = []
+    if check_owned:
+        pool_changes = plan_pool_changes(
+            cloud.target_pools,
+            claims,
+            check_url,
+            attach_allowed=firewall_ok,
+            withdraw_reason=f"fallback: {fallback.reason}" if fallback else None,
+            config=config,
+            warnings=warnings,
+        )
+
+    creates = [c for c in shared_changes if c.action in (Action.CREATE, Action.UPDATE)]
+    deletes = [c for c in shared_changes if c.action is Action.DELETE]
+    ordered = creates + pool_changes + deletes
+    gaps = cluster.gaps + cloud.gaps
+    if gaps:
+        withheld = tuple(c for c in ordered if c.action in DESTRUCTIVE_ACTIONS)
+        if withheld:
+            warnings.append(
+                f"incomplete view ({'; '.join(gaps)}): {len(withheld)} detach/delete "
+                "change(s) withheld until a complete read"
+            )
+        kept = tuple(c for c in ordered if c.action not in DESTRUCTIVE_ACTIONS)
+        return Plan(name, kept, fallback, tuple(warnings), withheld)
+    return Plan(name, tuple(ordered), fallback, tuple(warnings))
+
+
+def _plan_shared(
+    cluster_id: str,
+    name: str,
+    cloud: CloudSnapshot,
+    config: PlannerConfig,
+    *,
+    wanted: bool,
+    keep: bool,
+    fallback: bool,
+    check_owned: bool,
+    firewall_owned: bool,
+    warnings: list[str],
+) -> tuple[list[Change], bool]:
+    """Changes to the shared check and firewall, firewall first so the check never probes
+    through a closed port; and whether new attaches may proceed."""
+    changes: list[Change] = []
+    check, firewall = cloud.health_check, cloud.firewall
+    want_check = desired_health_check(name, cluster_id, config)
+    want_firewall = desired_firewall(name, cluster_id, config)
+    firewall_ok = firewall_owned and check_owned
+
+    if not keep:
+        # GC: the check goes first; a firewall deleted while the check lives would make
+        # every node fail it (ingress-gce#1625).
+        if check is not None and check_owned:
+            changes.append(
+                Change(Action.DELETE, Kind.HTTP_HEALTH_CHECK, name, "no eligible Service remains")
+            )
+        if firewall is not None and firewall_owned:
+            changes.append(
+                Change(
+                    Action.DELETE,
+                    Kind.FIREWALL,
+                    name,
+                    "no eligible Service remains; deleted after the health check",
+                )
+            )
+        return changes, False
+
+    if firewall is None:
+        if wanted and not fallback:
+            changes.append(
+                _create(
+                    Kind.FIREWALL,
+                    name,
+                    firewall_to_json(want_firewall),
+                    want_firewall,
+                    f"lets Google's health checkers reach kube-proxy on tcp:{config.port}",
+                )
+            )
+    elif firewall_owned:
+        if not same_network(firewall, want_firewall):
+            warnings.append(
+                f"conflict: Firewall {name} is on network {firewall.network}, expected "
+                f"{want_firewall.network}; fix --network or delete the rule by hand"
+            )
+            firewall_ok = False
+        else:
+            merged = reconcile_firewall(firewall, want_firewall)
+            if merged.diff:
+                changes.append(
+                    Change(
+                        Action.UPDATE,
+                        Kind.FIREWALL,
+                        name,
+                        "drifted from the desired rule",
+                        merged.diff,
+                        merged.resource,
+                    )
+                )
+
+    if check is None:
+        if wanted and not fallback:
+            changes.append(
+                _create(
+                    Kind.HTTP_HEALTH_CHECK,
+                    name,
+                    health_check_to_json(want_check),
+                    want_check,
+                    f"shared kube-proxy {config.request_path} check "
+                    "for externalTrafficPolicy=Cluster pools",
+                )
+            )
+    elif check_owned:
+        merged_check = reconcile_health_check(check, want_check, config.raise_only_timings)
+        if merged_check.diff:
+            changes.append(
+                Change(
+                    Action.UPDATE,
+                    Kind.HTTP_HEALTH_CHECK,
+                    name,
+                    "drifted from the desired check",
+                    merged_check.diff,
+                    merged_check.resource,
+                )
+            )
+    return changes, firewall_ok
+
+
+def _create(kind: Kind, name: str, body: dict[str, object], desired: object, reason: str) -> Change:
+    diff = {key: FieldChange(None, value) for key, value in body.items() if key != "name"}
+    return Change(Action.CREATE, kind, name, reason, diff, desired)  # type: ignore[arg-type]

@@ -1,0 +1,148 @@
+"""Per target pool: should it carry the shared check, and what must change for that."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from lbhc.model.cloud import ForwardingRule, TargetPool, parse_description, resource_path
+from lbhc.model.cluster import Service
+from lbhc.model.plan import Action, Change, FieldChange, Kind
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.names import target_pool_name
+from lbhc.planner.services import ineligibility
+
+SERVICE_NAME_KEY = "kubernetes.io/service-name"
+
+
+@dataclass(frozen=True)
+class PoolClaim:
+    """A LoadBalancer Service and the pool the cloud provider named after it."""
+
+    service: Service
+    pool: TargetPool
+    eligible_reason: str | None  # None: eligible; else why not
+
+
+def claimed_service(pool: TargetPool, rule: ForwardingRule | None) -> str | None:
+    """`ns/name` the cloud provider wrote into the pool's or forwarding rule's description."""
+    for description in (pool.description, rule.description if rule else ""):
+        value = parse_description(description).get(SERVICE_NAME_KEY)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def match_pools(
+    services: Iterable[Service],
+    pools: Mapping[str, TargetPool],
+    rules: Mapping[str, ForwardingRule],
+    config: PlannerConfig,
+    warnings: list[str],
+) -> dict[str, PoolClaim]:
+    """Pools (by name) that a LoadBalancer Service of this cluster provably owns."""
+    claims: dict[str, PoolClaim] = {}
+    for service in services:
+        if service.spec.type != "LoadBalancer" or not service.metadata.uid:
+            continue
+        pool = pools.get(target_pool_name(service.metadata.uid))
+        if pool is None:
+            continue  # not provisioned yet, or not a target-pool LB: nothing to do
+        claimed = claimed_service(pool, rules.get(pool.name))
+        if claimed != service.key:
+            if ineligibility(service, config) is None:
+                owner = f"claims {claimed}" if claimed else f"has no {SERVICE_NAME_KEY}"
+                warnings.append(
+                    f"target pool {pool.name} is named after Service {service.key} but {owner}; "
+                    "left alone"
+                )
+            continue
+        claims[pool.name] = PoolClaim(service, pool, ineligibility(service, config))
+    return claims
+
+
+def carries(pool: TargetPool, health_check_url: str) -> bool:
+    wanted = resource_path(health_check_url)
+    return any(resource_path(url) == wanted for url in pool.health_checks)
+
+
+def plan_pool_changes(
+    pools: Iterable[TargetPool],
+    claims: Mapping[str, PoolClaim],
+    health_check_url: str,
+    *,
+    attach_allowed: bool,
+    withdraw_reason: str | None,
+    config: PlannerConfig,
+    warnings: list[str],
+) -> list[Change]:
+    """Attach/detach per pool. `withdraw_reason` (fallback) detaches our check everywhere;
+    `attach_allowed` False freezes attachments as they are (a shared resource conflicts)."""
+    changes: list[Change] = []
+    for pool in sorted(pools, key=lambda p: p.name):
+        claim = claims.get(pool.name)
+        has_ours = carries(pool, health_check_url)
+        wanted = claim is not None and claim.eligible_reason is None
+        if has_ours:
+            reason = withdraw_reason
+            if reason is None and not wanted:
+                reason = claim.eligible_reason if claim else "no Service of this cluster owns it"
+            if reason is not None:
+                changes.append(_detach(pool, health_check_url, reason))
+            continue
+        if not wanted or withdraw_reason is not None or not attach_allowed or claim is None:
+            continue
+        changes.extend(_attach(pool, claim, health_check_url, config, warnings))
+    return changes
+
+
+def _attach(
+    pool: TargetPool,
+    claim: PoolClaim,
+    health_check_url: str,
+    config: PlannerConfig,
+    warnings: list[str],
+) -> list[Change]:
+    service = claim.service.key
+    diff = {"healthChecks": FieldChange(list(pool.health_checks), [health_check_url])}
+    if not pool.health_checks:
+        reason = f"Service {service} (externalTrafficPolicy=Cluster) has no health check"
+        return [
+            Change(
+                Action.ATTACH,
+                Kind.TARGET_POOL,
+                pool.name,
+                reason,
+                diff,
+                health_check_url=health_check_url,
+            )
+        ]
+    foreign = pool.health_checks[0]
+    if config.replace_foreign_health_checks:
+        reason = f"Service {service}: replacing foreign health check {resource_path(foreign)}"
+        return [
+            Change(
+                Action.ATTACH,
+                Kind.TARGET_POOL,
+                pool.name,
+                reason,
+                diff,
+                health_check_url=health_check_url,
+                replaces=foreign,
+            )
+        ]
+    warnings.append(
+        f"target pool {pool.name} (Service {service}) carries a health check lbhc does not own "
+        f"({resource_path(foreign)}); left alone"
+    )
+    return []
+
+
+def _detach(pool: TargetPool, health_check_url: str, reason: str) -> Change:
+    remaining = [
+        url for url in pool.health_checks if resource_path(url) != resource_path(health_check_url)
+    ]
+    diff = {"healthChecks": FieldChange(list(pool.health_checks), remaining)}
+    return Change(
+        Action.DETACH, Kind.TARGET_POOL, pool.name, reason, diff, health_check_url=health_check_url
+    )

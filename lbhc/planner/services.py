@@ -1,0 +1,44 @@
+"""Service predicates: which Services' target pools should carry the shared check."""
+
+from __future__ import annotations
+
+from lbhc.model.cluster import Service
+from lbhc.planner.config import PlannerConfig
+
+LOAD_BALANCER = "LoadBalancer"
+CLUSTER_POLICY = "Cluster"
+
+
+def is_load_balancer(service: Service) -> bool:
+    return service.spec.type == LOAD_BALANCER
+
+
+def uses_cluster_traffic_policy(service: Service) -> bool:
+    return service.spec.external_traffic_policy == CLUSTER_POLICY
+
+
+def is_handled_by_default_controller(service: Service, config: PlannerConfig) -> bool:
+    """A loadBalancerClass hands the LB to another controller unless it is one of ours."""
+    lb_class = service.spec.load_balancer_class
+    return lb_class is None or lb_class in config.load_balancer_classes
+
+
+def is_opted_out(service: Service, config: PlannerConfig) -> bool:
+    value = service.metadata.annotations.get(config.opt_out_annotation, "")
+    return value.strip().lower() in {"true", "yes", "1"}
+
+
+def ineligibility(service: Service, config: PlannerConfig) -> str | None:
+    """Why a Service's pool must not carry the shared check, or None when it should."""
+    if not is_load_balancer(service):
+        return f"Service {service.key} is type {service.spec.type}, not LoadBalancer"
+    if not is_handled_by_default_controller(service, config):
+        return f"Service {service.key} has loadBalancerClass {service.spec.load_balancer_class}"
+    if is_opted_out(service, config):
+        return f"Service {service.key} opted out with {config.opt_out_annotation}"
+    if not uses_cluster_traffic_policy(service):
+        return (
+            f"Service {service.key} uses externalTrafficPolicy "
+            f"{service.spec.external_traffic_policy}; its pool needs its own per-service check"
+        )
+    return None

@@ -1,0 +1,143 @@
+"""The two shared resources: what they should be, whether they are ours, and the diff."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from lbhc.model.cloud import (
+    Firewall,
+    FirewallAllowed,
+    HttpHealthCheck,
+    allowed_to_json,
+    network_url,
+    parse_description,
+    resource_path,
+)
+from lbhc.model.plan import FieldChange
+from lbhc.planner.config import PlannerConfig
+
+MANAGED_BY = "lbhc"
+PURPOSE = "kube-proxy /healthz for externalTrafficPolicy=Cluster target pools"
+
+
+def ownership_description(cluster_id: str) -> str:
+    """Deterministic JSON so a string compare tells drift; the cluster id is the owner mark."""
+    body = {"managedBy": MANAGED_BY, "clusterId": cluster_id, "purpose": PURPOSE}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def is_owned(description: str, cluster_id: str) -> bool:
+    fields = parse_description(description)
+    return fields.get("managedBy") == MANAGED_BY and fields.get("clusterId") == cluster_id
+
+
+def desired_health_check(name: str, cluster_id: str, config: PlannerConfig) -> HttpHealthCheck:
+    return HttpHealthCheck(
+        name=name,
+        description=ownership_description(cluster_id),
+        host="",
+        request_path=config.request_path,
+        port=config.port,
+        check_interval_sec=config.check_interval_sec,
+        timeout_sec=config.timeout_sec,
+        healthy_threshold=config.healthy_threshold,
+        unhealthy_threshold=config.unhealthy_threshold,
+    )
+
+
+def desired_firewall(name: str, cluster_id: str, config: PlannerConfig) -> Firewall:
+    return Firewall(
+        name=name,
+        network=network_url(config.project, config.network),
+        description=ownership_description(cluster_id),
+        direction="INGRESS",
+        priority=1000,
+        allowed=(FirewallAllowed("tcp", (str(config.port),)),),
+        source_ranges=tuple(sorted(config.source_ranges)),
+        target_tags=tuple(sorted(config.node_tags)),
+        destination_ranges=(),
+    )
+
+
+_ALWAYS_CORRECTED = (
+    ("port", "port"),
+    ("request_path", "requestPath"),
+    ("host", "host"),
+    ("description", "description"),
+)
+_TIMINGS = (
+    ("check_interval_sec", "checkIntervalSec"),
+    ("timeout_sec", "timeoutSec"),
+    ("healthy_threshold", "healthyThreshold"),
+    ("unhealthy_threshold", "unhealthyThreshold"),
+)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Reconciled(Generic[T]):
+    """The resource to write (actual merged with desired) and the fields that changed."""
+
+    resource: T
+    diff: dict[str, FieldChange]
+
+
+def reconcile_health_check(
+    actual: HttpHealthCheck, desired: HttpHealthCheck, raise_only_timings: bool
+) -> Reconciled[HttpHealthCheck]:
+    """Port, path, host and description are always ours to set. Timings follow the config,
+    or in raise-only mode keep any value a user raised by hand (upstream's merge, from
+    kubernetes#70099: a check made too frequent overloaded nodes)."""
+    values: dict[str, object] = {}
+    diff: dict[str, FieldChange] = {}
+    for attr, api_name in _ALWAYS_CORRECTED + _TIMINGS:
+        want = getattr(desired, attr)
+        have = getattr(actual, attr)
+        if raise_only_timings and (attr, api_name) in _TIMINGS:
+            want = max(want, have)
+        values[attr] = want
+        if want != have:
+            diff[api_name] = FieldChange(have, want)
+    merged = HttpHealthCheck(name=actual.name, self_link=actual.self_link, **values)  # type: ignore[arg-type]
+    return Reconciled(merged, diff)
+
+
+def reconcile_firewall(actual: Firewall, desired: Firewall) -> Reconciled[Firewall]:
+    """Everything but the network is corrected; in particular destinationRanges are cleared
+    so the rule is never pinned to one Service's IP as upstream's can be."""
+    diff: dict[str, FieldChange] = {}
+    pairs: list[tuple[str, object, object]] = [
+        ("description", actual.description, desired.description),
+        ("direction", actual.direction, desired.direction),
+        ("priority", actual.priority, desired.priority),
+        ("allowed", allowed_to_json(actual.allowed), allowed_to_json(desired.allowed)),
+        ("sourceRanges", sorted(actual.source_ranges), sorted(desired.source_ranges)),
+        ("targetTags", sorted(actual.target_tags), sorted(desired.target_tags)),
+        ("destinationRanges", sorted(actual.destination_ranges), []),
+        ("disabled", actual.disabled, False),
+    ]
+    for api_name, have, want in pairs:
+        if have != want:
+            diff[api_name] = FieldChange(have, want)
+    merged = Firewall(
+        name=actual.name,
+        network=actual.network,
+        description=desired.description,
+        direction=desired.direction,
+        priority=desired.priority,
+        allowed=desired.allowed,
+        source_ranges=desired.source_ranges,
+        target_tags=desired.target_tags,
+        destination_ranges=(),
+        disabled=False,
+        self_link=actual.self_link,
+    )
+    return Reconciled(merged, diff)
+
+
+def same_network(actual: Firewall, desired: Firewall) -> bool:
+    return resource_path(actual.network) == resource_path(desired.network)

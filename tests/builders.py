@@ -1,0 +1,174 @@
+"""Small builders for the objects tests talk about: defaults that are valid, overrides that
+say what a case is about."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from lbhc.model.cloud import (
+    CloudSnapshot,
+    Firewall,
+    ForwardingRule,
+    HttpHealthCheck,
+    TargetPool,
+    http_health_check_url,
+)
+from lbhc.model.cluster import ClusterSnapshot, Node, Pod, Service
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.names import target_pool_name
+from lbhc.planner.planner import shared_name
+from lbhc.planner.shared import desired_firewall, desired_health_check
+
+PROJECT, REGION = "proj", "us-central1"
+KUBE_SYSTEM_UID = "0b7c3c5e-1111-2222-3333-444455556666"
+
+
+def config(**overrides: Any) -> PlannerConfig:
+    values: dict[str, Any] = {"project": PROJECT, "region": REGION, "node_tags": ("gke-node",)}
+    values.update(overrides)
+    return PlannerConfig(**values)
+
+
+def node(
+    name: str = "node-1",
+    kubelet: str = "v1.31.4",
+    *,
+    kube_proxy_field: str = "",
+    taints: tuple[tuple[str, str], ...] = (),
+    labels: dict[str, str] | None = None,
+    deleting: bool = False,
+) -> Node:
+    metadata: dict[str, Any] = {"name": name, "labels": labels or {}}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    return Node.model_validate(
+        {
+            "metadata": metadata,
+            "spec": {
+                "taints": [{"key": k, "effect": e} for k, e in taints],
+                "providerID": f"gce://{PROJECT}/us-central1-a/{name}",
+            },
+            "status": {
+                "nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": kube_proxy_field}
+            },
+        }
+    )
+
+
+def kube_proxy_pod(
+    node_name: str, image: str, namespace: str = "kube-system", labels: dict[str, str] | None = None
+) -> Pod:
+    return Pod.model_validate(
+        {
+            "metadata": {
+                "name": f"kube-proxy-{node_name}",
+                "namespace": namespace,
+                "labels": {"k8s-app": "kube-proxy"} if labels is None else labels,
+            },
+            "spec": {"nodeName": node_name, "containers": [{"name": "kube-proxy", "image": image}]},
+        }
+    )
+
+
+def service(
+    name: str = "web",
+    namespace: str = "default",
+    *,
+    uid: str | None = None,
+    type_: str = "LoadBalancer",
+    policy: str | None = "Cluster",
+    lb_class: str | None = None,
+    annotations: dict[str, str] | None = None,
+) -> Service:
+    spec: dict[str, Any] = {"type": type_}
+    if policy is not None:
+        spec["externalTrafficPolicy"] = policy
+    if lb_class is not None:
+        spec["loadBalancerClass"] = lb_class
+    return Service.model_validate(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": uid or str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{name}")),
+                "annotations": annotations or {},
+            },
+            "spec": spec,
+        }
+    )
+
+
+def pool_for(
+    svc: Service,
+    *,
+    health_checks: tuple[str, ...] = (),
+    claim: str | None = None,
+    described: bool = True,
+) -> TargetPool:
+    """The pool a cloud provider would have made for `svc`."""
+    description = json.dumps({"kubernetes.io/service-name": claim or svc.key}) if described else ""
+    name = target_pool_name(svc.metadata.uid)
+    return TargetPool(
+        name=name,
+        region=REGION,
+        description=description,
+        health_checks=health_checks,
+        self_link=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/regions/{REGION}/targetPools/{name}",
+    )
+
+
+def rule_for(svc: Service, claim: str | None = None) -> ForwardingRule:
+    name = target_pool_name(svc.metadata.uid)
+    return ForwardingRule(
+        name=name, description=json.dumps({"kubernetes.io/service-name": claim or svc.key})
+    )
+
+
+def cluster(
+    *,
+    nodes: tuple[Node, ...] | None = None,
+    services: tuple[Service, ...] = (),
+    pods: tuple[Pod, ...] = (),
+    gaps: tuple[str, ...] = (),
+) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        nodes=(node(),) if nodes is None else nodes,
+        services=services,
+        kube_proxy_pods=pods,
+        kube_system_uid=KUBE_SYSTEM_UID,
+        gaps=gaps,
+    )
+
+
+def names(cfg: PlannerConfig | None = None) -> tuple[str, str, str]:
+    """(cluster id, shared resource name, health check URL) for the default cluster."""
+    cfg = cfg or config()
+    cluster_id, name = shared_name(cluster(), cfg)
+    return cluster_id, name, http_health_check_url(cfg.project, name)
+
+
+def our_check(cfg: PlannerConfig | None = None, **overrides: Any) -> HttpHealthCheck:
+    cfg = cfg or config()
+    cluster_id, name, url = names(cfg)
+    check = desired_health_check(name, cluster_id, cfg)
+    return HttpHealthCheck(**{**check.__dict__, "self_link": url, **overrides})
+
+
+def our_firewall(cfg: PlannerConfig | None = None, **overrides: Any) -> Firewall:
+    cfg = cfg or config()
+    cluster_id, name, _ = names(cfg)
+    firewall = desired_firewall(name, cluster_id, cfg)
+    return Firewall(**{**firewall.__dict__, **overrides})
+
+
+def cloud(
+    *,
+    check: HttpHealthCheck | None = None,
+    firewall: Firewall | None = None,
+    pools: tuple[TargetPool, ...] = (),
+    rules: tuple[ForwardingRule, ...] = (),
+    gaps: tuple[str, ...] = (),
+) -> CloudSnapshot:
+    return CloudSnapshot(check, firewall, pools, rules, gaps)
