@@ -1,0 +1,214 @@
+"""Runs a Plan through the narrow GCE writer, in an order that is safe at every step:
+firewall, then check, then attaches (concurrently); detaches (concurrently), then the check's
+delete, then the firewall's. A failed step skips only what depends on it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from lbhc.gce.errors import describe, is_already_exists, is_in_use, is_not_found
+from lbhc.model.cloud import Firewall, HttpHealthCheck
+from lbhc.model.plan import Action, Change, Kind, Plan
+
+log = logging.getLogger(__name__)
+
+
+class ComputeWriter(Protocol):
+    def get_http_health_check(self, name: str) -> HttpHealthCheck | None: ...
+    def insert_http_health_check(self, check: HttpHealthCheck) -> None: ...
+    def update_http_health_check(self, check: HttpHealthCheck) -> None: ...
+    def delete_http_health_check(self, name: str) -> None: ...
+    def get_firewall(self, name: str) -> Firewall | None: ...
+    def insert_firewall(self, firewall: Firewall) -> None: ...
+    def update_firewall(self, firewall: Firewall) -> None: ...
+    def delete_firewall(self, name: str) -> None: ...
+    def add_health_check(self, pool: str, health_check_url: str) -> None: ...
+    def remove_health_check(self, pool: str, health_check_url: str) -> None: ...
+
+
+class Status(StrEnum):
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    change: Change
+    status: Status
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.change.to_json(), "status": self.status.value, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.status is not Status.FAILED for o in self.outcomes)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for o in self.outcomes if o.status is status)
+
+
+class Executor:
+    def __init__(self, gce: ComputeWriter, max_concurrency: int = 8) -> None:
+        self._gce = gce
+        self._max_concurrency = max(1, max_concurrency)
+
+    def apply(self, plan: Plan) -> ApplyResult:
+        outcomes: list[Outcome] = []
+        by_phase = _phases(plan.changes)
+
+        shared_ok = True
+        for change in by_phase["ensure"]:
+            outcome = self._run(change, self._ensure)
+            outcomes.append(outcome)
+            shared_ok = shared_ok and outcome.status is Status.DONE
+        if shared_ok:
+            outcomes.extend(self._concurrently(by_phase["attach"], self._attach))
+        else:
+            why = "the shared health check or firewall is not in place"
+            outcomes.extend(Outcome(c, Status.SKIPPED, why) for c in by_phase["attach"])
+
+        detaches = self._concurrently(by_phase["detach"], self._detach)
+        outcomes.extend(detaches)
+        removable = all(o.status is Status.DONE for o in detaches)
+        for change in by_phase["delete"]:  # check first, then firewall
+            if not removable:
+                outcomes.append(Outcome(change, Status.SKIPPED, "waits for an earlier step"))
+                continue
+            outcome = self._run(change, self._delete)
+            outcomes.append(outcome)
+            removable = outcome.status is Status.DONE
+        return ApplyResult(tuple(outcomes))
+
+    # ---- steps --------------------------------------------------------------------------
+    def _run(self, change: Change, step: Callable[[Change], Outcome]) -> Outcome:
+        try:
+            outcome = step(change)
+        except Exception as exc:  # one failing step must not stop the others
+            outcome = Outcome(change, Status.FAILED, describe(exc))
+        level = logging.WARNING if outcome.status is Status.FAILED else logging.INFO
+        log.log(
+            level,
+            "%s %s %s: %s %s",
+            change.action,
+            change.kind,
+            change.name,
+            outcome.status,
+            outcome.detail,
+        )
+        return outcome
+
+    def _concurrently(
+        self, changes: list[Change], step: Callable[[Change], Outcome]
+    ) -> list[Outcome]:
+        if not changes:
+            return []
+        workers = min(self._max_concurrency, len(changes))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lbhc-pool") as pool:
+            return list(pool.map(lambda c: self._run(c, step), changes))
+
+    def _ensure(self, change: Change) -> Outcome:
+        desired = change.desired
+        if isinstance(desired, HttpHealthCheck):
+            if change.action is Action.CREATE:
+                return self._insert(
+                    change,
+                    lambda: self._gce.insert_http_health_check(desired),
+                    lambda: self._gce.get_http_health_check(desired.name),
+                    desired.description,
+                )
+            self._gce.update_http_health_check(desired)
+            return Outcome(change, Status.DONE)
+        if isinstance(desired, Firewall):
+            if change.action is Action.CREATE:
+                return self._insert(
+                    change,
+                    lambda: self._gce.insert_firewall(desired),
+                    lambda: self._gce.get_firewall(desired.name),
+                    desired.description,
+                )
+            self._gce.update_firewall(desired)
+            return Outcome(change, Status.DONE)
+        raise ValueError(f"{change.action} {change.kind} {change.name} carries no resource")
+
+    def _insert(
+        self,
+        change: Change,
+        insert: Callable[[], None],
+        get: Callable[[], HttpHealthCheck | Firewall | None],
+        description: str,
+    ) -> Outcome:
+        """alreadyExists is success only if what exists is ours (a retried insert that had
+        landed, or a concurrent replica); anything else is a conflict."""
+        try:
+            insert()
+        except Exception as exc:
+            if not is_already_exists(exc):
+                raise
+            existing = get()
+            if existing is None or existing.description != description:
+                return Outcome(
+                    change, Status.FAILED, "a resource of that name exists and is not ours"
+                )
+            return Outcome(change, Status.DONE, "already existed")
+        return Outcome(change, Status.DONE)
+
+    def _attach(self, change: Change) -> Outcome:
+        if change.replaces:
+            self._gce.remove_health_check(change.name, change.replaces)
+        self._gce.add_health_check(change.name, change.health_check_url)
+        return Outcome(change, Status.DONE)
+
+    def _detach(self, change: Change) -> Outcome:
+        try:
+            self._gce.remove_health_check(change.name, change.health_check_url)
+        except Exception as exc:
+            if is_not_found(exc):  # the pool is gone, and our check with it
+                return Outcome(change, Status.DONE, "target pool no longer exists")
+            raise
+        return Outcome(change, Status.DONE)
+
+    def _delete(self, change: Change) -> Outcome:
+        delete = (
+            self._gce.delete_http_health_check
+            if change.kind is Kind.HTTP_HEALTH_CHECK
+            else self._gce.delete_firewall
+        )
+        try:
+            delete(change.name)
+        except Exception as exc:
+            if is_not_found(exc):
+                return Outcome(change, Status.DONE, "already gone")
+            if is_in_use(exc):
+                # Still referenced, maybe by a pool outside this view: try again next time.
+                return Outcome(change, Status.SKIPPED, f"still in use: {describe(exc)}")
+            raise
+        return Outcome(change, Status.DONE)
+
+
+def _phases(changes: Iterable[Change]) -> dict[str, list[Change]]:
+    phases: dict[str, list[Change]] = {"ensure": [], "attach": [], "detach": [], "delete": []}
+    for change in changes:
+        if change.action in (Action.CREATE, Action.UPDATE):
+            phases["ensure"].append(change)
+        elif change.action is Action.ATTACH:
+            phases["attach"].append(change)
+        elif change.action is Action.DETACH:
+            phases["detach"].append(change)
+        else:
+            phases["delete"].append(change)
+    # Firewall before check on the way in; check before firewall on the way out.
+    phases["ensure"].sort(key=lambda c: c.kind is not Kind.FIREWALL)
+    phases["delete"].sort(key=lambda c: c.kind is not Kind.HTTP_HEALTH_CHECK)
+    return phases

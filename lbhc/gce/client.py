@@ -1,0 +1,411 @@
+"""GceClient: the one module that talks to the Compute API.
+
+Firewalls, target pools, forwarding rules and operations go through google-cloud-compute's
+`*_unary` methods (its ExtendedOperation.result() ignores a custom endpoint); legacy
+httpHealthChecks, which that library has no client for, go through google-auth's
+AuthorizedSession with the same credentials. Every call is paced by a token bucket and
+retried with jittered backoff on 429, 5xx and 403 rateLimitExceeded; every mutation carries
+one requestId across its retries so a retried insert cannot happen twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from google.api_core import exceptions as core
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from lbhc.gce import convert
+from lbhc.gce.errors import ReadOnlyViolation, describe, is_not_found, is_retryable, operation_error
+from lbhc.gce.ratelimit import TokenBucket
+from lbhc.model.cloud import (
+    CloudSnapshot,
+    Firewall,
+    ForwardingRule,
+    HttpHealthCheck,
+    TargetPool,
+    health_check_to_json,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+DEFAULT_ENDPOINT = "https://compute.googleapis.com"
+PAGE_SIZE = 500  # the API's maximum
+
+
+@dataclass(frozen=True)
+class GceClientConfig:
+    project: str
+    region: str
+    endpoint: str = DEFAULT_ENDPOINT
+    read_only: bool = False
+    mutations_per_second: float = 10.0
+    reads_per_second: float = 50.0
+    max_attempts: int = 6
+    backoff_initial_sec: float = 1.0
+    backoff_max_sec: float = 30.0
+    request_timeout_sec: float = 30.0
+    operation_timeout_sec: float = 600.0
+    client_id: str = ""
+
+
+def make_credentials(endpoint: str) -> Any:
+    """Anonymous for a plain-http endpoint (a local fake); otherwise ADC."""
+    if endpoint.startswith("http://"):
+        from google.auth.credentials import AnonymousCredentials
+
+        return AnonymousCredentials()
+    import google.auth
+
+    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/compute"])
+    return credentials
+
+
+class GceClient:
+    def __init__(self, config: GceClientConfig, credentials: Any | None = None) -> None:
+        from google.auth.transport.requests import AuthorizedSession
+        from google.cloud import compute_v1
+
+        self.config = config
+        creds = credentials if credentials is not None else make_credentials(config.endpoint)
+        options = {"api_endpoint": config.endpoint}
+        self._compute = compute_v1
+        self._firewalls = compute_v1.FirewallsClient(credentials=creds, client_options=options)
+        self._pools = compute_v1.TargetPoolsClient(credentials=creds, client_options=options)
+        self._rules = compute_v1.ForwardingRulesClient(credentials=creds, client_options=options)
+        self._global_ops = compute_v1.GlobalOperationsClient(
+            credentials=creds, client_options=options
+        )
+        self._region_ops = compute_v1.RegionOperationsClient(
+            credentials=creds, client_options=options
+        )
+        self._session = AuthorizedSession(creds)
+        self._base = config.endpoint.rstrip("/") + f"/compute/v1/projects/{config.project}"
+        self._mutation_bucket = TokenBucket(config.mutations_per_second)
+        self._read_bucket = TokenBucket(config.reads_per_second)
+        self._metadata = (("x-lbhc-client-id", config.client_id),) if config.client_id else ()
+
+    # ---- plumbing -------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[[], T], *, mutating: bool) -> T:
+        if mutating and self.config.read_only:
+            raise ReadOnlyViolation(f"{what}: this GCE client is read-only (plan mode)")
+        bucket = self._mutation_bucket if mutating else self._read_bucket
+
+        def attempt() -> T:
+            bucket.acquire()
+            return fn()
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.config.max_attempts),
+            wait=wait_random_exponential(
+                multiplier=self.config.backoff_initial_sec, max=self.config.backoff_max_sec
+            ),
+            retry=retry_if_exception(is_retryable),
+            before_sleep=lambda state: log.warning(
+                "GCE %s failed (%s); retry %d",
+                what,
+                describe(exc) if state.outcome and (exc := state.outcome.exception()) else "?",
+                state.attempt_number,
+            ),
+            reraise=True,
+        )
+        return retrying(attempt)
+
+    def _gapic_kwargs(self) -> dict[str, Any]:
+        # retry=None: the library would otherwise retry reads for up to 600 s on its own.
+        return {
+            "retry": None,
+            "timeout": self.config.request_timeout_sec,
+            "metadata": self._metadata,
+        }
+
+    def _http(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        headers = dict(self._metadata)
+        response = self._session.request(
+            method,
+            self._base + path,
+            json=body,
+            params=params,
+            headers=headers,
+            timeout=self.config.request_timeout_sec,
+        )
+        if response.status_code >= 400:
+            raise core.from_http_response(response)
+        return response.json() if response.content else {}
+
+    def _wait(self, op: Any, *, regional: bool) -> None:
+        """Poll with our own operations client until DONE, then judge the error fields.
+        `wait` returns within ~2 min even when the operation is not done, hence the loop."""
+        deadline = time.monotonic() + self.config.operation_timeout_sec
+        name, project, region = op.name, self.config.project, self.config.region
+        if regional:
+            what, poll = (
+                "wait_region_operation",
+                lambda: self._region_ops.wait(
+                    project=project, region=region, operation=name, **self._gapic_kwargs()
+                ),
+            )
+        else:
+            what, poll = (
+                "wait_global_operation",
+                lambda: self._global_ops.wait(
+                    project=project, operation=name, **self._gapic_kwargs()
+                ),
+            )
+        while op.status != self._compute.Operation.Status.DONE:
+            if time.monotonic() > deadline:
+                timeout = self.config.operation_timeout_sec
+                raise TimeoutError(f"operation {name} not DONE after {timeout:.0f} s")
+            op = self._call(what, poll, mutating=False)
+        error = operation_error(op)
+        if error is not None:
+            raise error
+
+    def _mutate(self, what: str, send: Callable[[str], Any], *, regional: bool) -> None:
+        request_id = str(uuid.uuid4())  # one id for all retries: the API dedupes on it
+        op = self._call(what, lambda: send(request_id), mutating=True)
+        self._wait(op, regional=regional)
+
+    def _op_from_json(self, body: dict[str, Any]) -> Any:
+        import json
+
+        return self._compute.Operation.from_json(json.dumps(body), ignore_unknown_fields=True)
+
+    # ---- legacy HTTP health checks --------------------------------------------------
+    def get_http_health_check(self, name: str) -> HttpHealthCheck | None:
+        try:
+            body = self._call(
+                "get_http_health_check",
+                lambda: self._http("GET", f"/global/httpHealthChecks/{name}"),
+                mutating=False,
+            )
+        except core.GoogleAPICallError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+        return convert.health_check_from_json(body)
+
+    def insert_http_health_check(self, check: HttpHealthCheck) -> None:
+        self._mutate(
+            "insert_http_health_check",
+            lambda rid: self._op_from_json(
+                self._http(
+                    "POST",
+                    "/global/httpHealthChecks",
+                    health_check_to_json(check),
+                    {"requestId": rid},
+                )
+            ),
+            regional=False,
+        )
+
+    def update_http_health_check(self, check: HttpHealthCheck) -> None:
+        self._mutate(
+            "update_http_health_check",
+            lambda rid: self._op_from_json(
+                self._http(
+                    "PUT",
+                    f"/global/httpHealthChecks/{check.name}",
+                    health_check_to_json(check),
+                    {"requestId": rid},
+                )
+            ),
+            regional=False,
+        )
+
+    def delete_http_health_check(self, name: str) -> None:
+        self._mutate(
+            "delete_http_health_check",
+            lambda rid: self._op_from_json(
+                self._http("DELETE", f"/global/httpHealthChecks/{name}", None, {"requestId": rid})
+            ),
+            regional=False,
+        )
+
+    # ---- firewalls -------------------------------------------------------------------
+    def get_firewall(self, name: str) -> Firewall | None:
+        try:
+            fw = self._call(
+                "get_firewall",
+                lambda: self._firewalls.get(
+                    project=self.config.project, firewall=name, **self._gapic_kwargs()
+                ),
+                mutating=False,
+            )
+        except core.GoogleAPICallError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+        return convert.firewall_from_proto(fw)
+
+    def insert_firewall(self, firewall: Firewall) -> None:
+        self._mutate(
+            "insert_firewall",
+            lambda rid: self._firewalls.insert_unary(
+                request=self._compute.InsertFirewallRequest(
+                    project=self.config.project,
+                    firewall_resource=convert.firewall_to_proto(firewall),
+                    request_id=rid,
+                ),
+                **self._gapic_kwargs(),
+            ),
+            regional=False,
+        )
+
+    def update_firewall(self, firewall: Firewall) -> None:
+        self._mutate(
+            "update_firewall",
+            lambda rid: self._firewalls.update_unary(
+                request=self._compute.UpdateFirewallRequest(
+                    project=self.config.project,
+                    firewall=firewall.name,
+                    firewall_resource=convert.firewall_to_proto(firewall),
+                    request_id=rid,
+                ),
+                **self._gapic_kwargs(),
+            ),
+            regional=False,
+        )
+
+    def delete_firewall(self, name: str) -> None:
+        self._mutate(
+            "delete_firewall",
+            lambda rid: self._firewalls.delete_unary(
+                request=self._compute.DeleteFirewallRequest(
+                    project=self.config.project, firewall=name, request_id=rid
+                ),
+                **self._gapic_kwargs(),
+            ),
+            regional=False,
+        )
+
+    # ---- target pools and forwarding rules ----------------------------------------------
+    def get_target_pool(self, name: str) -> TargetPool | None:
+        try:
+            pool = self._call(
+                "get_target_pool",
+                lambda: self._pools.get(
+                    project=self.config.project,
+                    region=self.config.region,
+                    target_pool=name,
+                    **self._gapic_kwargs(),
+                ),
+                mutating=False,
+            )
+        except core.GoogleAPICallError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+        return convert.target_pool_from_proto(pool)
+
+    def list_target_pools(self) -> list[TargetPool]:
+        request = self._compute.ListTargetPoolsRequest
+        items = self._list_pages(
+            "list_target_pools",
+            lambda token: self._pools.list(
+                request=request(
+                    project=self.config.project,
+                    region=self.config.region,
+                    max_results=PAGE_SIZE,
+                    page_token=token,
+                ),
+                **self._gapic_kwargs(),
+            ),
+        )
+        return [convert.target_pool_from_proto(p) for p in items]
+
+    def list_forwarding_rules(self) -> list[ForwardingRule]:
+        request = self._compute.ListForwardingRulesRequest
+        items = self._list_pages(
+            "list_forwarding_rules",
+            lambda token: self._rules.list(
+                request=request(
+                    project=self.config.project,
+                    region=self.config.region,
+                    max_results=PAGE_SIZE,
+                    page_token=token,
+                ),
+                **self._gapic_kwargs(),
+            ),
+        )
+        return [convert.forwarding_rule_from_proto(r) for r in items]
+
+    def _list_pages(self, what: str, fetch: Callable[[str], Any]) -> list[Any]:
+        """One request per page, each retried on its own; the pager's implicit page fetches
+        would bypass pacing and retries."""
+        items: list[Any] = []
+        token = ""
+        while True:
+            page = self._call(what, lambda t=token: fetch(t), mutating=False)  # type: ignore[misc]
+            items.extend(page.items if hasattr(page, "items") else [])
+            token = page.next_page_token
+            if not token:
+                return items
+
+    def add_health_check(self, pool: str, health_check_url: str) -> None:
+        self._pool_health_check_call("add_health_check", pool, health_check_url)
+
+    def remove_health_check(self, pool: str, health_check_url: str) -> None:
+        self._pool_health_check_call("remove_health_check", pool, health_check_url)
+
+    def _pool_health_check_call(self, what: str, pool: str, health_check_url: str) -> None:
+        c = self._compute
+        refs = [c.HealthCheckReference(health_check=health_check_url)]
+        if what == "add_health_check":
+            send = lambda rid: self._pools.add_health_check_unary(  # noqa: E731
+                request=c.AddHealthCheckTargetPoolRequest(
+                    project=self.config.project,
+                    region=self.config.region,
+                    target_pool=pool,
+                    request_id=rid,
+                    target_pools_add_health_check_request_resource=c.TargetPoolsAddHealthCheckRequest(
+                        health_checks=refs
+                    ),
+                ),
+                **self._gapic_kwargs(),
+            )
+        else:
+            send = lambda rid: self._pools.remove_health_check_unary(  # noqa: E731
+                request=c.RemoveHealthCheckTargetPoolRequest(
+                    project=self.config.project,
+                    region=self.config.region,
+                    target_pool=pool,
+                    request_id=rid,
+                    target_pools_remove_health_check_request_resource=c.TargetPoolsRemoveHealthCheckRequest(
+                        health_checks=refs
+                    ),
+                ),
+                **self._gapic_kwargs(),
+            )
+        self._mutate(what, send, regional=True)
+
+    # ---- the snapshot ------------------------------------------------------------------
+    def read_snapshot(self, shared_name: str) -> CloudSnapshot:
+        """The shared pair by name, and every pool and forwarding rule in the region. A list
+        that cannot be read in full becomes a gap (the planner then withholds removals);
+        a failed read of a shared resource raises, since nothing sound can be planned."""
+        gaps: list[str] = []
+        pools: list[TargetPool] = []
+        rules: list[ForwardingRule] = []
+        check = self.get_http_health_check(shared_name)
+        firewall = self.get_firewall(shared_name)
+        try:
+            pools = self.list_target_pools()
+        except (core.GoogleAPICallError, OSError) as exc:
+            gaps.append(f"target pools could not be listed: {describe(exc)}")
+        try:
+            rules = self.list_forwarding_rules()
+        except (core.GoogleAPICallError, OSError) as exc:
+            gaps.append(f"forwarding rules could not be listed: {describe(exc)}")
+        return CloudSnapshot(check, firewall, tuple(pools), tuple(rules), tuple(gaps))

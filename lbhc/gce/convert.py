@@ -1,0 +1,85 @@
+"""Compute API objects -> lbhc's plain model. Pure; kept apart from the calls themselves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbhc.model.cloud import (
+    Firewall,
+    FirewallAllowed,
+    ForwardingRule,
+    HttpHealthCheck,
+    TargetPool,
+)
+
+
+def health_check_from_json(body: dict[str, Any]) -> HttpHealthCheck:
+    """Legacy checks come back as JSON (no generated client exists); absent fields take
+    the API's documented defaults."""
+    return HttpHealthCheck(
+        name=body["name"],
+        description=body.get("description", ""),
+        host=body.get("host", ""),
+        request_path=body.get("requestPath", "/"),
+        port=int(body.get("port", 80)),
+        check_interval_sec=int(body.get("checkIntervalSec", 5)),
+        timeout_sec=int(body.get("timeoutSec", 5)),
+        healthy_threshold=int(body.get("healthyThreshold", 2)),
+        unhealthy_threshold=int(body.get("unhealthyThreshold", 2)),
+        self_link=body.get("selfLink", ""),
+    )
+
+
+def firewall_from_proto(fw: Any) -> Firewall:
+    return Firewall(
+        name=fw.name,
+        network=fw.network,
+        description=fw.description,
+        direction=fw.direction or "INGRESS",
+        priority=fw.priority if "priority" in fw else 1000,
+        allowed=tuple(FirewallAllowed(a.I_p_protocol, tuple(a.ports)) for a in fw.allowed),
+        source_ranges=tuple(fw.source_ranges),
+        target_tags=tuple(fw.target_tags),
+        destination_ranges=tuple(fw.destination_ranges),
+        disabled=bool(fw.disabled),
+        self_link=fw.self_link,
+    )
+
+
+def firewall_to_proto(fw: Firewall) -> Any:
+    from google.cloud import compute_v1
+
+    return compute_v1.Firewall(
+        name=fw.name,
+        network=fw.network,
+        description=fw.description,
+        direction=fw.direction,
+        priority=fw.priority,
+        allowed=[
+            compute_v1.Allowed(I_p_protocol=a.ip_protocol, ports=list(a.ports)) for a in fw.allowed
+        ],
+        source_ranges=list(fw.source_ranges),
+        target_tags=list(fw.target_tags),
+        destination_ranges=list(fw.destination_ranges),
+        disabled=fw.disabled,
+    )
+
+
+def target_pool_from_proto(pool: Any) -> TargetPool:
+    return TargetPool(
+        name=pool.name,
+        region=pool.region,
+        description=pool.description,
+        health_checks=tuple(pool.health_checks),
+        instances=tuple(pool.instances),
+        self_link=pool.self_link,
+    )
+
+
+def forwarding_rule_from_proto(rule: Any) -> ForwardingRule:
+    return ForwardingRule(
+        name=rule.name,
+        description=rule.description,
+        target=rule.target,
+        ip_address=rule.I_p_address,
+    )

@@ -1,0 +1,102 @@
+"""How GCE failures are told apart: retryable, benign for the end state, or real."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.api_core import exceptions as core
+
+RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
+IN_USE_REASON = "resourceInUseByAnotherResource"
+
+
+class GceOperationError(Exception):
+    """A mutation was accepted but its operation finished with an error."""
+
+    def __init__(self, operation: str, status: int, reasons: tuple[str, ...], message: str):
+        super().__init__(f"operation {operation} failed ({status or 'no status'}): {message}")
+        self.operation = operation
+        self.status = status
+        self.reasons = reasons
+        self.message = message
+
+
+class ReadOnlyViolation(RuntimeError):
+    """A mutation was attempted through a client opened for planning."""
+
+
+def reasons_of(exc: BaseException) -> tuple[str, ...]:
+    """Classic Compute error bodies carry the reason in errors[], not in exc.reason."""
+    if isinstance(exc, GceOperationError):
+        return exc.reasons
+    found: list[str] = []
+    if isinstance(exc, core.GoogleAPICallError):
+        if exc.reason:
+            found.append(exc.reason)
+        for error in exc.errors or ():
+            reason = error.get("reason") if isinstance(error, dict) else None
+            if isinstance(reason, str):
+                found.append(reason)
+    return tuple(found)
+
+
+def status_of(exc: BaseException) -> int:
+    if isinstance(exc, GceOperationError):
+        return exc.status
+    if isinstance(exc, core.GoogleAPICallError) and exc.code is not None:
+        return int(exc.code)
+    return 0
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 5xx and 403 rateLimitExceeded; transport errors too (connection reset)."""
+    status = status_of(exc)
+    if status == 429 or status >= 500:
+        return True
+    if status == 403 and RATE_LIMIT_REASONS.intersection(reasons_of(exc)):
+        return True
+    return _is_transport_error(exc)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    import requests
+
+    return isinstance(exc, requests.ConnectionError | requests.Timeout)
+
+
+def has_reason(exc: BaseException, reason: str) -> bool:
+    return reason in reasons_of(exc)
+
+
+def is_not_found(exc: BaseException) -> bool:
+    return status_of(exc) == 404 or has_reason(exc, "notFound")
+
+
+def is_already_exists(exc: BaseException) -> bool:
+    return status_of(exc) == 409 or has_reason(exc, "alreadyExists")
+
+
+def is_in_use(exc: BaseException) -> bool:
+    return has_reason(exc, IN_USE_REASON)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for logs and results; never includes request headers (credentials)."""
+    if isinstance(exc, GceOperationError):
+        return str(exc)
+    if isinstance(exc, core.GoogleAPICallError):
+        reasons = ",".join(reasons_of(exc)) or "no reason"
+        return f"{exc.code} {reasons}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def operation_error(op: Any) -> GceOperationError | None:
+    """Judge a DONE operation by httpErrorStatusCode/Message AND error.errors: with only
+    error.errors set, the client's own .result() would report success."""
+    errors = list(op.error.errors) if op.error else []
+    status = int(op.http_error_status_code or 0)
+    if not errors and status < 400:
+        return None
+    reasons = tuple(e.reason for e in errors if e.reason)
+    message = "; ".join(e.message for e in errors if e.message) or op.http_error_message or "failed"
+    return GceOperationError(op.name, status, reasons, message)

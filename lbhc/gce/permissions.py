@@ -1,0 +1,32 @@
+"""IAM permissions lbhc's GCE calls need, as data, so Terraform and docs can be checked
+against the code instead of copied from it."""
+
+from __future__ import annotations
+
+# method (as named in lbhc.gce.client) -> permissions it needs
+PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
+    "get_http_health_check": ("compute.httpHealthChecks.get",),
+    "insert_http_health_check": ("compute.httpHealthChecks.create",),
+    "update_http_health_check": ("compute.httpHealthChecks.update",),
+    "delete_http_health_check": ("compute.httpHealthChecks.delete",),
+    "get_firewall": ("compute.firewalls.get",),
+    # Creating or changing a rule also needs the network's updatePolicy.
+    "insert_firewall": ("compute.firewalls.create", "compute.networks.updatePolicy"),
+    "update_firewall": ("compute.firewalls.update", "compute.networks.updatePolicy"),
+    "delete_firewall": ("compute.firewalls.delete", "compute.networks.updatePolicy"),
+    "list_target_pools": ("compute.targetPools.list",),
+    "get_target_pool": ("compute.targetPools.get",),
+    # Referencing a check from a pool needs useReadOnly on the check.
+    "add_health_check": (
+        "compute.targetPools.addHealthCheck",
+        "compute.httpHealthChecks.useReadOnly",
+    ),
+    "remove_health_check": ("compute.targetPools.removeHealthCheck",),
+    "list_forwarding_rules": ("compute.forwardingRules.list",),
+    "wait_global_operation": ("compute.globalOperations.get",),
+    "wait_region_operation": ("compute.regionOperations.get",),
+}
+
+
+def required_permissions() -> tuple[str, ...]:
+    return tuple(sorted({p for perms in PERMISSIONS_BY_CALL.values() for p in perms}))

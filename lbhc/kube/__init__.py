@@ -1,0 +1,1 @@
+"""The Kubernetes adapter: every Kubernetes API call lbhc makes lives in lbhc.kube.client."""
