@@ -1,0 +1,1 @@
+"""Sandboxes: stateful in-memory fakes of the cloud APIs lbhc talks to."""

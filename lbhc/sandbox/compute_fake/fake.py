@@ -1,0 +1,221 @@
+"""ComputeFake: the public face of the fake (seeding, inspection, configuration, dispatch)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from . import app, operations, urls
+from .faults import Faults
+from .journal import JournalEntry
+from .resources import common, forwarding_rules, networks, target_pools
+from .resources import health_checks as hc_resource
+from .store import HealthSource, Store
+from .validation import check_name
+
+_HEALTH_STATES = frozenset({"HEALTHY", "UNHEALTHY"})
+_IN_USE_MODES = frozenset({"http", "operation"})
+
+
+class ComputeFake:
+    """A stateful in-memory Compute API v1 subset; serve it with ComputeFakeServer or responses."""
+
+    def __init__(
+        self,
+        operation_latency: float = 0.0,
+        wait_timeout: float = 120.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.faults = Faults(clock)
+        self._store = Store(
+            clock=clock,
+            wall_now=time.time(),
+            operation_latency=operation_latency,
+            wait_timeout=wait_timeout,
+            faults=self.faults,
+        )
+
+    # -- configuration -------------------------------------------------------------------------
+
+    @property
+    def operation_latency(self) -> float:
+        return self._store.operation_latency
+
+    @operation_latency.setter
+    def operation_latency(self, seconds: float) -> None:
+        with self._store.lock:
+            self._store.operation_latency = seconds
+
+    @property
+    def wait_timeout(self) -> float:
+        return self._store.wait_timeout
+
+    @wait_timeout.setter
+    def wait_timeout(self, seconds: float) -> None:
+        with self._store.lock:
+            self._store.wait_timeout = seconds
+
+    @property
+    def in_use_delete_mode(self) -> str:
+        return self._store.in_use_delete_mode
+
+    @in_use_delete_mode.setter
+    def in_use_delete_mode(self, mode: str) -> None:
+        if mode not in _IN_USE_MODES:
+            raise ValueError(f"in_use_delete_mode must be one of {sorted(_IN_USE_MODES)}")
+        with self._store.lock:
+            self._store.in_use_delete_mode = mode
+
+    @property
+    def health_source(self) -> HealthSource | None:
+        """callable(pool_dict, instance_url) -> "HEALTHY" | "UNHEALTHY" | None (None: fall back)."""
+        return self._store.health_source
+
+    @health_source.setter
+    def health_source(self, source: HealthSource | None) -> None:
+        with self._store.lock:
+            self._store.health_source = source
+
+    def set_instance_health(self, instance_url: str, state: str) -> None:
+        if state not in _HEALTH_STATES:
+            raise ValueError(f"state must be one of {sorted(_HEALTH_STATES)}")
+        if "projects/" not in instance_url:
+            raise ValueError("instance_url must name its project (projects/P/zones/Z/instances/I)")
+        project = instance_url.split("projects/", 1)[1].split("/", 1)[0]
+        url = target_pools.resolve_instance(project, instance_url, "instance")
+        with self._store.lock:
+            self._store.instance_health[url] = state
+
+    # -- dispatch ------------------------------------------------------------------------------
+
+    def handle(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: bytes | str | None = b"",
+    ) -> tuple[int, dict[str, str], bytes]:
+        """Serve one request; `path` is like "/compute/v1/projects/p/global/firewalls"."""
+        return app.handle(self._store, method, path, query, headers, body)
+
+    # -- seeding -------------------------------------------------------------------------------
+
+    def add_network(self, project: str, name: str) -> dict[str, Any]:
+        check_name(name, "name")
+        with self._store.lock:
+            if self._store.taken("networks", project, "global", name):
+                raise ValueError(f"network {project}/{name} already exists")
+            return copy.deepcopy(networks.seed(self._store, project, name))
+
+    def add_http_health_check(self, project: str, name: str, **fields: Any) -> dict[str, Any]:
+        """Seed a legacy check (camelCase REST fields, defaults as on insert)."""
+        check_name(name, "name")
+        with self._store.lock:
+            if self._store.taken("httpHealthChecks", project, "global", name):
+                raise ValueError(f"httpHealthCheck {project}/{name} already exists")
+            built = hc_resource.build(fields, {})
+            check = common.new_resource(
+                self._store, hc_resource.KIND, project, "global", name, built
+            )
+            self._store.bucket("httpHealthChecks", project, "global")[name] = check
+            return copy.deepcopy(check)
+
+    def add_target_pool(
+        self,
+        project: str,
+        region: str,
+        name: str,
+        description: str = "",
+        instances: Iterable[str] = (),
+        health_checks: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """Seed a pool as a cloud controller would; check references are not verified."""
+        check_name(name, "name")
+        with self._store.lock:
+            pool = target_pools.seed(
+                self._store,
+                project,
+                region,
+                name,
+                description=description,
+                instances=list(instances),
+                health_checks_=list(health_checks),
+            )
+            return copy.deepcopy(pool)
+
+    def add_forwarding_rule(
+        self,
+        project: str,
+        region: str,
+        name: str,
+        target: str,
+        description: str = "",
+        ip_address: str = "1.2.3.4",
+        port_range: str = "80-80",
+        ip_protocol: str = "TCP",
+    ) -> dict[str, Any]:
+        check_name(name, "name")
+        with self._store.lock:
+            rule = forwarding_rules.seed(
+                self._store,
+                project,
+                region,
+                name,
+                target=target,
+                description=description,
+                ip_address=ip_address,
+                port_range=port_range,
+                ip_protocol=ip_protocol,
+            )
+            return copy.deepcopy(rule)
+
+    # -- inspection (deep copies; pending operations that are due are completed first) ---------
+
+    def _snapshot(self, collection: str, project: str, scope: str) -> dict[str, dict[str, Any]]:
+        with self._store.lock:
+            operations.advance(self._store)
+            return self._store.snapshot(collection, project, scope)
+
+    def http_health_checks(self, project: str) -> dict[str, dict[str, Any]]:
+        return self._snapshot("httpHealthChecks", project, "global")
+
+    def firewalls(self, project: str) -> dict[str, dict[str, Any]]:
+        return self._snapshot("firewalls", project, "global")
+
+    def networks(self, project: str) -> dict[str, dict[str, Any]]:
+        return self._snapshot("networks", project, "global")
+
+    def target_pools(self, project: str, region: str) -> dict[str, dict[str, Any]]:
+        return self._snapshot("targetPools", project, urls.scope_of(region))
+
+    def forwarding_rules(self, project: str, region: str) -> dict[str, dict[str, Any]]:
+        return self._snapshot("forwardingRules", project, urls.scope_of(region))
+
+    def operations(self, project: str) -> list[dict[str, Any]]:
+        """Every operation of the project (global and regional), oldest first, as the API shows."""
+        with self._store.lock:
+            operations.advance(self._store)
+            ops = [op for op in self._store.operations.values() if op.project == project]
+            ops.sort(key=lambda op: op.created)
+            return [operations.render(self._store, op) for op in ops]
+
+    @property
+    def waiters(self) -> int:
+        """How many operations `wait` requests are blocked right now (for tests to sync on)."""
+        with self._store.lock:
+            return self._store.waiters
+
+    @property
+    def journal(self) -> list[JournalEntry]:
+        with self._store.lock:
+            return list(self._store.journal)
+
+    def mutating_requests(self) -> list[JournalEntry]:
+        return [entry for entry in self.journal if entry.mutating]
+
+    def clear_journal(self) -> None:
+        with self._store.lock:
+            self._store.journal.clear()

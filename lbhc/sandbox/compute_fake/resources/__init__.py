@@ -1,0 +1,1 @@
+"""Per-collection request handlers of the Compute fake."""

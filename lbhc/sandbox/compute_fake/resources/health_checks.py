@@ -1,0 +1,126 @@
+"""Legacy global httpHealthChecks: the only kind of check a target pool accepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import urls
+from ..errors import ComputeError, in_use, invalid_value
+from ..store import Store
+from ..validation import check_known_fields, check_name, opt_int, opt_str
+from . import common
+from .common import Kind, Request, Response
+
+KIND = Kind(
+    collection="httpHealthChecks",
+    kind="compute#httpHealthCheck",
+    label="http_health_check",
+    fields=frozenset(
+        {
+            "checkIntervalSec",
+            "creationTimestamp",
+            "description",
+            "healthyThreshold",
+            "host",
+            "id",
+            "kind",
+            "name",
+            "port",
+            "requestPath",
+            "selfLink",
+            "timeoutSec",
+            "unhealthyThreshold",
+        }
+    ),
+)
+
+# Insert defaults of the real API.
+DEFAULTS: dict[str, Any] = {
+    "port": 80,
+    "requestPath": "/",
+    "checkIntervalSec": 5,
+    "timeoutSec": 5,
+    "healthyThreshold": 2,
+    "unhealthyThreshold": 2,
+}
+
+_USER_FIELDS = frozenset(KIND.fields - common.OUTPUT_ONLY - {"name"})
+
+
+def build(body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """Validated user fields from `body` laid over `base` (empty for insert/update)."""
+    check_known_fields(body, KIND.fields, "resource")
+    merged = {k: v for k, v in base.items() if k in _USER_FIELDS}
+    merged.update({k: v for k, v in body.items() if k in _USER_FIELDS and v is not None})
+    out: dict[str, Any] = {}
+    for key in ("description", "host"):
+        text = opt_str(merged, key, f"resource.{key}")
+        if text:  # the real API omits empty strings
+            out[key] = text
+    path = opt_str(merged, "requestPath", "resource.requestPath") or "/"
+    if not path.startswith("/"):
+        raise invalid_value("resource.requestPath", path, "Must start with '/'.")
+    out["requestPath"] = path
+    limits = {
+        "port": (1, 65535),
+        "checkIntervalSec": (1, 300),
+        "timeoutSec": (1, 300),
+        "healthyThreshold": (1, 10),
+        "unhealthyThreshold": (1, 10),
+    }
+    for key, (low, high) in limits.items():
+        value = opt_int(merged, key, f"resource.{key}", low, high)
+        out[key] = DEFAULTS[key] if value is None else value
+    if out["timeoutSec"] > out["checkIntervalSec"]:
+        raise invalid_value(
+            "resource.timeoutSec",
+            out["timeoutSec"],
+            "Timeout sec must be less than or equal to check interval sec.",
+        )
+    return out
+
+
+def user_of(store: Store, project: str, check_url: str) -> str | None:
+    """Path of the first target pool (any region) that references the check."""
+    for scope, pool in store.scoped("targetPools", project):
+        if check_url in pool.get("healthChecks", []):
+            return urls.resource_path(project, scope, "targetPools", pool["name"])
+    return None
+
+
+def _in_use_check(req: Request, name: str) -> ComputeError | None:
+    path = urls.resource_path(req.project, "global", KIND.collection, name)
+    user = user_of(req.store, req.project, urls.CANONICAL_BASE + path)
+    return None if user is None else in_use(KIND.label, path, user)
+
+
+def handle_get(req: Request) -> Response:
+    return common.get(req, KIND, req.params["httpHealthCheck"])
+
+
+def handle_list(req: Request) -> Response:
+    return common.list_collection(req, KIND)
+
+
+def handle_insert(req: Request) -> Response:
+    name = check_name(req.json.get("name"))
+    return common.insert(req, KIND, name, build(req.json, {}))
+
+
+def handle_update(req: Request) -> Response:
+    body = req.json
+    return common.replace(
+        req, KIND, req.params["httpHealthCheck"], "update", lambda _: build(body, {})
+    )
+
+
+def handle_patch(req: Request) -> Response:
+    body = req.json
+    return common.replace(
+        req, KIND, req.params["httpHealthCheck"], "patch", lambda cur: build(body, cur)
+    )
+
+
+def handle_delete(req: Request) -> Response:
+    name = req.params["httpHealthCheck"]
+    return common.delete(req, KIND, name, lambda: _in_use_check(req, name))

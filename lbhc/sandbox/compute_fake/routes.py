@@ -1,0 +1,185 @@
+"""The route table, as data: (discovery resource, discovery method, HTTP method, path, handler).
+
+Paths are the discovery document's `flatPath`s, relative to `/compute/v1/`; a conformance test
+checks every row against the discovery document shipped with google-api-python-client.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+from typing import NamedTuple
+
+from .resources import (
+    firewalls,
+    forwarding_rules,
+    health_checks,
+    networks,
+    operations_api,
+    target_pools,
+)
+from .resources.common import Request, Response
+
+API_PREFIX = "/compute/v1/"
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# POST methods that only read.
+_READ_ONLY_POSTS = frozenset({"getHealth", "wait"})
+# Handlers that manage the store lock themselves (they block or call out).
+_SELF_LOCKING = frozenset({"getHealth", "wait"})
+
+Handler = Callable[[Request], Response]
+
+
+class Route(NamedTuple):
+    resource: str
+    method: str
+    http_method: str
+    template: str
+    handler: Handler
+
+    @property
+    def mutating(self) -> bool:
+        return self.http_method in MUTATING_METHODS and self.method not in _READ_ONLY_POSTS
+
+    @property
+    def self_locking(self) -> bool:
+        return self.method in _SELF_LOCKING
+
+    def match(self, relative_path: str) -> dict[str, str] | None:
+        found = _pattern(self.template).fullmatch(relative_path)
+        return None if found is None else found.groupdict()
+
+
+@cache
+def _pattern(template: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{[A-Za-z]+\})", template)
+    regex = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
+    return re.compile(regex)
+
+
+_P = "projects/{project}"
+_HC = f"{_P}/global/httpHealthChecks"
+_FW = f"{_P}/global/firewalls"
+_TP = f"{_P}/regions/{{region}}/targetPools"
+_FR = f"{_P}/regions/{{region}}/forwardingRules"
+
+COMPUTE_ROUTES: tuple[Route, ...] = (
+    Route("httpHealthChecks", "get", "GET", f"{_HC}/{{httpHealthCheck}}", health_checks.handle_get),
+    Route("httpHealthChecks", "list", "GET", _HC, health_checks.handle_list),
+    Route("httpHealthChecks", "insert", "POST", _HC, health_checks.handle_insert),
+    Route(
+        "httpHealthChecks",
+        "update",
+        "PUT",
+        f"{_HC}/{{httpHealthCheck}}",
+        health_checks.handle_update,
+    ),
+    Route(
+        "httpHealthChecks",
+        "patch",
+        "PATCH",
+        f"{_HC}/{{httpHealthCheck}}",
+        health_checks.handle_patch,
+    ),
+    Route(
+        "httpHealthChecks",
+        "delete",
+        "DELETE",
+        f"{_HC}/{{httpHealthCheck}}",
+        health_checks.handle_delete,
+    ),
+    Route("firewalls", "get", "GET", f"{_FW}/{{firewall}}", firewalls.handle_get),
+    Route("firewalls", "list", "GET", _FW, firewalls.handle_list),
+    Route("firewalls", "insert", "POST", _FW, firewalls.handle_insert),
+    Route("firewalls", "update", "PUT", f"{_FW}/{{firewall}}", firewalls.handle_update),
+    Route("firewalls", "patch", "PATCH", f"{_FW}/{{firewall}}", firewalls.handle_patch),
+    Route("firewalls", "delete", "DELETE", f"{_FW}/{{firewall}}", firewalls.handle_delete),
+    Route("networks", "get", "GET", f"{_P}/global/networks/{{network}}", networks.handle_get),
+    Route("networks", "list", "GET", f"{_P}/global/networks", networks.handle_list),
+    Route("targetPools", "get", "GET", f"{_TP}/{{targetPool}}", target_pools.handle_get),
+    Route("targetPools", "list", "GET", _TP, target_pools.handle_list),
+    Route("targetPools", "insert", "POST", _TP, target_pools.handle_insert),
+    Route("targetPools", "delete", "DELETE", f"{_TP}/{{targetPool}}", target_pools.handle_delete),
+    Route(
+        "targetPools",
+        "addHealthCheck",
+        "POST",
+        f"{_TP}/{{targetPool}}/addHealthCheck",
+        target_pools.handle_add_health_check,
+    ),
+    Route(
+        "targetPools",
+        "removeHealthCheck",
+        "POST",
+        f"{_TP}/{{targetPool}}/removeHealthCheck",
+        target_pools.handle_remove_health_check,
+    ),
+    Route(
+        "targetPools",
+        "getHealth",
+        "POST",
+        f"{_TP}/{{targetPool}}/getHealth",
+        target_pools.handle_get_health,
+    ),
+    Route(
+        "targetPools",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/targetPools",
+        target_pools.handle_aggregated_list,
+    ),
+    Route(
+        "forwardingRules", "get", "GET", f"{_FR}/{{forwardingRule}}", forwarding_rules.handle_get
+    ),
+    Route("forwardingRules", "list", "GET", _FR, forwarding_rules.handle_list),
+    Route("forwardingRules", "insert", "POST", _FR, forwarding_rules.handle_insert),
+    Route(
+        "forwardingRules",
+        "delete",
+        "DELETE",
+        f"{_FR}/{{forwardingRule}}",
+        forwarding_rules.handle_delete,
+    ),
+    Route(
+        "globalOperations",
+        "get",
+        "GET",
+        f"{_P}/global/operations/{{operation}}",
+        operations_api.handle_get,
+    ),
+    Route(
+        "globalOperations",
+        "wait",
+        "POST",
+        f"{_P}/global/operations/{{operation}}/wait",
+        operations_api.handle_wait,
+    ),
+    Route(
+        "regionOperations",
+        "get",
+        "GET",
+        f"{_P}/regions/{{region}}/operations/{{operation}}",
+        operations_api.handle_get,
+    ),
+    Route(
+        "regionOperations",
+        "wait",
+        "POST",
+        f"{_P}/regions/{{region}}/operations/{{operation}}/wait",
+        operations_api.handle_wait,
+    ),
+)
+
+
+def find(http_method: str, relative_path: str) -> tuple[Route | None, dict[str, str], bool]:
+    """(route, path params, whether the path exists under another HTTP method)."""
+    path_known = False
+    for route in COMPUTE_ROUTES:
+        params = route.match(relative_path)
+        if params is None:
+            continue
+        if route.http_method == http_method:
+            return route, params, True
+        path_known = True
+    return None, {}, path_known

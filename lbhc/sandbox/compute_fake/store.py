@@ -1,0 +1,81 @@
+"""Thread-safe state of the fake: resources, reservations, operations, request ids, journal.
+
+One re-entrant lock guards everything; `cond` (built on it) lets `wait` block without holding it.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .faults import Faults
+from .ids import IdSource, Timestamps
+from .journal import JournalEntry
+from .operations import OpRecord
+
+# Regions the aggregated list always reports (with a NO_RESULTS_ON_PAGE warning when empty),
+# as the real API reports every region of the project.
+DEFAULT_REGIONS = ("asia-east1", "europe-west1", "us-central1", "us-east1", "us-west1")
+
+HealthSource = Callable[[dict[str, Any], str], str | None]
+
+BucketKey = tuple[str, str, str]  # (collection, project, scope)
+
+
+class Store:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float],
+        wall_now: float,
+        operation_latency: float,
+        wait_timeout: float,
+        faults: Faults,
+    ) -> None:
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.clock = clock
+        self.operation_latency = operation_latency
+        self.wait_timeout = wait_timeout
+        self.faults = faults
+        self.ids = IdSource()
+        self.times = Timestamps(clock, wall_now)
+        self.in_use_delete_mode = "http"
+        self.health_source: HealthSource | None = None
+        self.instance_health: dict[str, str] = {}
+        self.regions: set[str] = set(DEFAULT_REGIONS)
+        self.reserved: set[tuple[str, str, str, str]] = set()
+        self.operations: dict[tuple[str, str, str], OpRecord] = {}
+        self.pending: list[OpRecord] = []
+        self.request_ids: dict[tuple[str, str], OpRecord] = {}
+        self.journal: list[JournalEntry] = []
+        self.waiters = 0  # `wait` requests currently blocked
+        self._buckets: dict[BucketKey, dict[str, dict[str, Any]]] = {}
+
+    def bucket(self, collection: str, project: str, scope: str) -> dict[str, dict[str, Any]]:
+        """The live name -> resource map of one collection in one scope (created on demand)."""
+        return self._buckets.setdefault((collection, project, scope), {})
+
+    def get(self, collection: str, project: str, scope: str, name: str) -> dict[str, Any] | None:
+        return self._buckets.get((collection, project, scope), {}).get(name)
+
+    def items(self, collection: str, project: str, scope: str) -> list[dict[str, Any]]:
+        return list(self._buckets.get((collection, project, scope), {}).values())
+
+    def taken(self, collection: str, project: str, scope: str, name: str) -> bool:
+        """True if the name exists or is reserved by a pending insert."""
+        if self.get(collection, project, scope, name) is not None:
+            return True
+        return (collection, project, scope, name) in self.reserved
+
+    def scoped(self, collection: str, project: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(scope, resource) for every resource of a collection in a project, any scope."""
+        for (coll, proj, scope), items in sorted(self._buckets.items()):
+            if coll == collection and proj == project:
+                for resource in items.values():
+                    yield scope, resource
+
+    def snapshot(self, collection: str, project: str, scope: str) -> dict[str, dict[str, Any]]:
+        return copy.deepcopy(self._buckets.get((collection, project, scope), {}))
