@@ -134,6 +134,7 @@ def _read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapsh
         kube_config,
         settings.kube_proxy_namespace,
         settings.kube_proxy_selector,
+        read_cluster_uid=settings.cluster_id is None,
     )
     return reader.read_snapshot()
 

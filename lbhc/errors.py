@@ -8,11 +8,12 @@ def user_message(exc: BaseException) -> str | None:
     from google.auth import exceptions as auth
 
     from lbhc.gce.errors import describe
+    from lbhc.kube.client import KubeReadError
     from lbhc.kube.snapshot_file import SnapshotFileError
     from lbhc.planner.planner import PlanningError
     from lbhc.settings import SettingsError
 
-    if isinstance(exc, SettingsError | SnapshotFileError | PlanningError):
+    if isinstance(exc, SettingsError | SnapshotFileError | PlanningError | KubeReadError):
         return str(exc)
     if isinstance(exc, auth.DefaultCredentialsError):
         return (

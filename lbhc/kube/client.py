@@ -23,6 +23,10 @@ PAGE_SIZE = 500
 EXPIRED = 410
 
 
+class KubeReadError(RuntimeError):
+    """Something the pass cannot do without could not be read."""
+
+
 @dataclass(frozen=True)
 class KubeConfig:
     kubeconfig: str | None = None
@@ -60,6 +64,7 @@ class KubeReader:
         config: KubeConfig,
         kube_proxy_namespace: str = "kube-system",
         kube_proxy_selector: str = "k8s-app=kube-proxy",
+        read_cluster_uid: bool = True,
     ) -> None:
         from kubernetes import client
 
@@ -67,6 +72,7 @@ class KubeReader:
         self._timeout = (config.connect_timeout_sec, config.read_timeout_sec)
         self._namespace = kube_proxy_namespace
         self._selector = kube_proxy_selector
+        self._read_cluster_uid = read_cluster_uid
 
     def read_snapshot(self) -> ClusterSnapshot:
         """Everything the planner needs. A list that fails becomes a gap, so the planner
@@ -91,20 +97,26 @@ class KubeReader:
             nodes=nodes.items if nodes else (),
             services=services.items if services else (),
             kube_proxy_pods=pods.items if pods else (),
-            kube_system_uid=self._kube_system_uid(gaps),
+            kube_system_uid=self._kube_system_uid(),
             gaps=tuple(gaps),
         )
 
-    def _kube_system_uid(self, gaps: list[str]) -> str | None:
+    def _kube_system_uid(self) -> str | None:
+        """Only needed to derive the cluster id. Failing to read it is not a gap (a gap would
+        withhold removals for ever) but an error: names cannot be known without it."""
+        if not self._read_cluster_uid:
+            return None
         try:
             response = self._core.read_namespace(
                 "kube-system", _preload_content=False, _request_timeout=self._timeout
             )
             data: bytes = response.data  # type: ignore[attr-defined]  # raw with _preload_content=False
             return Namespace.model_validate_json(data).metadata.uid or None
-        except Exception as exc:  # the cluster id may still come from settings
-            gaps.append(f"namespace kube-system could not be read: {_describe(exc)}")
-            return None
+        except Exception as exc:
+            raise KubeReadError(
+                f"cannot read namespace kube-system to derive the cluster id ({_describe(exc)}): "
+                "allow `get` on namespaces, or set --cluster-id"
+            ) from exc
 
     def _list(
         self, what: str, model: type[L], call: Callable[..., Any], gaps: list[str]

@@ -1,0 +1,271 @@
+"""KubeReader through the real kubernetes client, over a real socket, against the fake."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lbhc.kube.client import KubeConfig, KubeReader, KubeReadError
+from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer, decode_continue
+from tests.kube.conftest import (
+    KUBE_PROXY_LABELS,
+    KUBE_SYSTEM_UID,
+    kube_proxy_pod,
+    namespace,
+    node,
+    pod,
+    seed,
+    service,
+)
+
+MANY = 1_201  # three pages of 500
+
+
+def node_requests(fake: KubeFake) -> list[Any]:
+    return [entry for entry in fake.journal if entry.path == "/api/v1/nodes"]
+
+
+def seed_many_nodes(fake: KubeFake) -> list[str]:
+    names = [f"node-{i:05d}" for i in range(MANY)]
+    seed(fake, *(node(name) for name in reversed(names)))  # insertion order must not matter
+    return names
+
+
+def test_pages_through_every_node_exactly_once(kube_fake: KubeFake, reader: KubeReader) -> None:
+    names = seed_many_nodes(kube_fake)
+
+    snapshot = reader.read_snapshot()
+
+    assert snapshot.complete, snapshot.gaps
+    assert [n.name for n in snapshot.nodes] == names
+    requests = node_requests(kube_fake)
+    assert [(e.status, e.query.get("limit")) for e in requests] == [(200, "500")] * 3
+    tokens = [e.query.get("continue") for e in requests]
+    assert tokens[0] is None and all(tokens[1:])
+    # Resumed after the 500th and the 1,000th node, at the first page's resourceVersion.
+    decoded = [decode_continue(token) for token in tokens[1:] if token]
+    assert [start for _, start in decoded] == [names[499] + "\x00", names[999] + "\x00"]
+    assert len({rv for rv, _ in decoded}) == 1
+
+
+def test_empty_cluster_is_complete_not_a_gap(kube_fake: KubeFake, reader: KubeReader) -> None:
+    snapshot = reader.read_snapshot()
+
+    assert snapshot.complete, snapshot.gaps
+    assert (snapshot.nodes, snapshot.services, snapshot.kube_proxy_pods) == ((), (), ())
+    assert snapshot.kube_system_uid == KUBE_SYSTEM_UID
+
+
+def test_services_across_namespaces(kube_fake: KubeFake, reader: KubeReader) -> None:
+    seed(
+        kube_fake,
+        service("web", "shop"),
+        service("api", "default"),
+        service("db", "shop", type="ClusterIP"),
+        service("edge", "a-b"),  # "a-b/" sorts before "api" keys bytewise, as in etcd
+    )
+
+    snapshot = reader.read_snapshot()
+
+    assert [s.key for s in snapshot.services] == ["a-b/edge", "default/api", "shop/db", "shop/web"]
+    assert snapshot.complete
+
+
+@pytest.mark.parametrize(
+    ("namespace_name", "selector", "expected"),
+    [
+        ("kube-system", "k8s-app=kube-proxy", ["kube-proxy-n1", "kube-proxy-n2"]),
+        ("kube-system", "k8s-app=kube-proxy,tier=node", ["kube-proxy-n2"]),
+        ("proxies", "component=kube-proxy", ["kube-proxy-n3"]),
+        ("kube-system", "k8s-app=nothing", []),
+    ],
+)
+def test_kube_proxy_pods_by_namespace_and_selector(
+    kube_fake: KubeFake,
+    api_client: Any,
+    namespace_name: str,
+    selector: str,
+    expected: list[str],
+) -> None:
+    seed(
+        kube_fake,
+        kube_proxy_pod("n1"),
+        kube_proxy_pod("n2", labels={**KUBE_PROXY_LABELS, "tier": "node"}),
+        kube_proxy_pod("n3", namespace="proxies", labels={"component": "kube-proxy"}),
+        kube_proxy_pod("n4", namespace="default"),  # right labels, wrong namespace
+        pod("coredns-1", node_name="n1", labels={"k8s-app": "kube-dns"}, container="coredns"),
+    )
+    reader = KubeReader(
+        api_client,
+        KubeConfig(),
+        kube_proxy_namespace=namespace_name,
+        kube_proxy_selector=selector,
+    )
+
+    snapshot = reader.read_snapshot()
+
+    assert [p.metadata.name for p in snapshot.kube_proxy_pods] == expected
+    assert snapshot.complete
+    [request] = [e for e in kube_fake.journal if e.path.endswith("/pods")]
+    assert request.path == f"/api/v1/namespaces/{namespace_name}/pods"
+    assert request.query["labelSelector"] == selector
+
+
+def test_kube_system_uid(kube_fake: KubeFake, reader: KubeReader) -> None:
+    assert reader.read_snapshot().kube_system_uid == KUBE_SYSTEM_UID
+
+
+def test_unreadable_kube_system_namespace_is_an_error_naming_the_fix(
+    kube_fake: KubeFake, reader: KubeReader
+) -> None:
+    # Not a gap: a gap would withhold removals on every pass while the namespace is unreadable.
+    kube_fake.delete("Namespace", None, "kube-system")
+    with pytest.raises(KubeReadError, match=r"HTTP 404 Not Found.*set --cluster-id"):
+        reader.read_snapshot()
+
+
+def test_configured_cluster_id_skips_the_namespace_read(
+    kube_fake: KubeFake, api_client: Any, kube_server: KubeFakeServer
+) -> None:
+    kube_fake.delete("Namespace", None, "kube-system")
+    reader = KubeReader(api_client, KubeConfig(host=kube_server.url), read_cluster_uid=False)
+    snapshot = reader.read_snapshot()
+    assert snapshot.complete and snapshot.kube_system_uid is None
+    assert not any(
+        e.path.removeprefix("/api/v1") == "/namespaces/kube-system" for e in kube_fake.journal
+    )
+
+
+@pytest.mark.parametrize(
+    ("expiries", "statuses", "gaps"),
+    [
+        # One expiry mid-list: restarted from the beginning and still complete.
+        (1, [200, 410, 200, 200, 200], ()),
+        # A second expiry on the restart: given up, reported as a gap, never half a list.
+        (2, [200, 410, 200, 410], ("nodes could not be listed: HTTP 410 Gone",)),
+    ],
+)
+def test_expired_continue_token_restarts_the_list_once(
+    kube_fake: KubeFake,
+    reader: KubeReader,
+    expiries: int,
+    statuses: list[int],
+    gaps: tuple[str, ...],
+) -> None:
+    names = seed_many_nodes(kube_fake)
+    seed(kube_fake, service("web"))
+    kube_fake.faults.expire_continue_tokens(expiries)
+
+    snapshot = reader.read_snapshot()
+
+    assert [e.status for e in node_requests(kube_fake)] == statuses
+    assert snapshot.gaps == gaps
+    assert [n.name for n in snapshot.nodes] == ([] if gaps else names)
+    assert [s.key for s in snapshot.services] == ["default/web"]  # other lists unaffected
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "gap"),
+    [
+        ("/api/v1/services", 500, "services could not be listed: HTTP 500 Internal Server Error"),
+        ("/api/v1/services", 503, "services could not be listed: HTTP 503 Service Unavailable"),
+        ("/api/v1/nodes", 403, "nodes could not be listed: HTTP 403 Forbidden"),
+        ("/pods", 500, "kube-proxy pods could not be listed: HTTP 500 Internal Server Error"),
+    ],
+)
+def test_failed_list_is_a_gap_and_the_rest_is_intact(
+    kube_fake: KubeFake, reader: KubeReader, path: str, status: int, gap: str
+) -> None:
+    seed(kube_fake, node("n1"), service("web"), kube_proxy_pod("n1"))
+    kube_fake.faults.fail_requests(times=1, status=status, path_contains=path)
+
+    snapshot = reader.read_snapshot()
+
+    assert snapshot.gaps == (gap,)
+    assert not snapshot.complete
+    counts = {
+        "nodes": len(snapshot.nodes),
+        "services": len(snapshot.services),
+        "kube-proxy pods": len(snapshot.kube_proxy_pods),
+    }
+    failed = gap.split(" could not")[0]
+    assert counts == {what: 0 if what == failed else 1 for what in counts}
+    assert snapshot.kube_system_uid == KUBE_SYSTEM_UID
+
+
+def test_undecodable_object_is_a_gap_naming_the_field(
+    kube_fake: KubeFake, reader: KubeReader
+) -> None:
+    broken = node("n2")
+    broken["spec"]["taints"] = [{"effect": "NoSchedule"}]  # a taint without its key
+    seed(kube_fake, node("n1"), broken)
+
+    snapshot = reader.read_snapshot()
+
+    assert snapshot.nodes == ()
+    assert snapshot.gaps == (
+        "nodes could not be listed: unexpected response: items.1.spec.taints.0.key: Field required",
+    )
+
+
+def test_projections_hold_what_the_planner_uses(kube_fake: KubeFake, reader: KubeReader) -> None:
+    seed(
+        kube_fake,
+        node(
+            "n1",
+            kubelet="v1.32.1",
+            kube_proxy="v1.32.1",
+            labels={"node.kubernetes.io/exclude-from-external-load-balancers": ""},
+            taints=(("ToBeDeletedByClusterAutoscaler", "1732000000", "NoSchedule"),),
+            deleting=True,
+        ),
+        node("n2", kubelet="v1.33.0"),  # 1.33+ leaves kubeProxyVersion out (KEP-4004)
+        service("legacy", etp=None),
+        service("local", "shop", etp="Local", lb_class="example.com/lb"),
+        kube_proxy_pod("n1", "v1.32.1"),
+    )
+
+    snapshot = reader.read_snapshot()
+
+    n1, n2 = snapshot.nodes
+    assert n1.metadata.deletion_timestamp == "2026-11-22T00:00:00Z"
+    assert n1.metadata.labels == {"node.kubernetes.io/exclude-from-external-load-balancers": ""}
+    [taint] = n1.spec.taints
+    assert (taint.key, taint.value, taint.effect) == (
+        "ToBeDeletedByClusterAutoscaler",
+        "1732000000",
+        "NoSchedule",
+    )
+    assert n1.spec.provider_id == "gce://proj/us-central1-a/n1"
+    assert (n1.status.node_info.kubelet_version, n1.status.node_info.kube_proxy_version) == (
+        "v1.32.1",
+        "v1.32.1",
+    )
+    assert (n2.status.node_info.kubelet_version, n2.status.node_info.kube_proxy_version) == (
+        "v1.33.0",
+        "",
+    )
+    assert n2.metadata.deletion_timestamp is None and n2.spec.taints == ()
+    legacy, local = snapshot.services
+    assert (legacy.spec.type, legacy.spec.external_traffic_policy) == ("LoadBalancer", "Cluster")
+    assert legacy.spec.load_balancer_class is None
+    assert (local.spec.external_traffic_policy, local.spec.load_balancer_class) == (
+        "Local",
+        "example.com/lb",
+    )
+    [proxy] = snapshot.kube_proxy_pods
+    assert proxy.spec.node_name == "n1"
+    assert [(c.name, c.image) for c in proxy.spec.containers] == [
+        ("kube-proxy", "registry.k8s.io/kube-proxy:v1.32.1")
+    ]
+    # The server-assigned metadata comes through as well.
+    stored = kube_fake.get("Node", None, "n1")
+    assert stored is not None
+    assert n1.metadata.uid == stored["metadata"]["uid"]
+    assert n1.metadata.resource_version == stored["metadata"]["resourceVersion"]
+
+
+def test_namespace_builder_uid_is_kept(kube_fake: KubeFake) -> None:
+    stored = kube_fake.upsert(namespace("shop", "fixed-uid"))
+    assert stored["metadata"]["uid"] == "fixed-uid"
