@@ -25,6 +25,10 @@ PROJECT, REGION = "proj", "us-central1"
 KUBE_SYSTEM_UID = "0b7c3c5e-1111-2222-3333-444455556666"
 
 
+def compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
 def config(**overrides: Any) -> PlannerConfig:
     values: dict[str, Any] = {"project": PROJECT, "region": REGION, "node_tags": ("gke-node",)}
     values.update(overrides)
@@ -108,7 +112,8 @@ def pool_for(
     described: bool = True,
 ) -> TargetPool:
     """The pool a cloud provider would have made for `svc`."""
-    description = json.dumps({"kubernetes.io/service-name": claim or svc.key}) if described else ""
+    # The cloud provider writes compact JSON (Go's json.Marshal).
+    description = compact({"kubernetes.io/service-name": claim or svc.key}) if described else ""
     name = target_pool_name(svc.metadata.uid)
     return TargetPool(
         name=name,
@@ -122,7 +127,7 @@ def pool_for(
 def rule_for(svc: Service, claim: str | None = None) -> ForwardingRule:
     name = target_pool_name(svc.metadata.uid)
     return ForwardingRule(
-        name=name, description=json.dumps({"kubernetes.io/service-name": claim or svc.key})
+        name=name, description=compact({"kubernetes.io/service-name": claim or svc.key})
     )
 
 

@@ -97,6 +97,15 @@ def operation_error(op: Any) -> GceOperationError | None:
     status = int(op.http_error_status_code or 0)
     if not errors and status < 400:
         return None
-    reasons = tuple(e.reason for e in errors if e.reason)
+    reasons = tuple(_camel(e.code) for e in errors if e.code)
     message = "; ".join(e.message for e in errors if e.message) or op.http_error_message or "failed"
     return GceOperationError(op.name, status, reasons, message)
+
+
+def _camel(code: str) -> str:
+    """Operation errors carry UPPER_SNAKE codes (RESOURCE_IN_USE_BY_ANOTHER_RESOURCE) where
+    HTTP errors carry camelCase reasons; one vocabulary lets callers test either the same way."""
+    if not code.isupper():
+        return code
+    head, *rest = code.lower().split("_")
+    return head + "".join(part.capitalize() for part in rest)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -24,6 +25,13 @@ class PoolClaim:
     eligible_reason: str | None  # None: eligible; else why not
 
 
+def claims(description: str, service_key: str) -> bool:
+    """Fast path for the cloud provider's exact compact JSON; decode anything else."""
+    if description == json.dumps({SERVICE_NAME_KEY: service_key}, separators=(",", ":")):
+        return True
+    return parse_description(description).get(SERVICE_NAME_KEY) == service_key
+
+
 def claimed_service(pool: TargetPool, rule: ForwardingRule | None) -> str | None:
     """`ns/name` the cloud provider wrote into the pool's or forwarding rule's description."""
     for description in (pool.description, rule.description if rule else ""):
@@ -41,24 +49,29 @@ def match_pools(
     warnings: list[str],
 ) -> dict[str, PoolClaim]:
     """Pools (by name) that a LoadBalancer Service of this cluster provably owns."""
-    claims: dict[str, PoolClaim] = {}
+    found: dict[str, PoolClaim] = {}
     for service in services:
         if service.spec.type != "LoadBalancer" or not service.metadata.uid:
             continue
         pool = pools.get(target_pool_name(service.metadata.uid))
         if pool is None:
             continue  # not provisioned yet, or not a target-pool LB: nothing to do
-        claimed = claimed_service(pool, rules.get(pool.name))
-        if claimed != service.key:
-            if ineligibility(service, config) is None:
+        rule = rules.get(pool.name)
+        reason = ineligibility(service, config)
+        confirmed = claims(pool.description, service.key) or (
+            rule is not None and claims(rule.description, service.key)
+        )
+        if not confirmed:
+            claimed = claimed_service(pool, rule)
+            if reason is None:
                 owner = f"claims {claimed}" if claimed else f"has no {SERVICE_NAME_KEY}"
                 warnings.append(
                     f"target pool {pool.name} is named after Service {service.key} but {owner}; "
                     "left alone"
                 )
             continue
-        claims[pool.name] = PoolClaim(service, pool, ineligibility(service, config))
-    return claims
+        found[pool.name] = PoolClaim(service, pool, reason)
+    return found
 
 
 def carries(pool: TargetPool, health_check_url: str) -> bool:

@@ -1,0 +1,152 @@
+"""Benchmarks for the reconciliation core (issue 2's numbers). Run: `make bench`.
+
+1. Planning time for N Services and M nodes (pure planner, best of several runs).
+2. GCE calls to converge from nothing, through the real client and the Compute fake.
+3. GCE calls for one reconcile of the converged state.
+Prints a table and writes the figures as JSON (--json PATH).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lbhc.executor import Executor
+from lbhc.gce.client import GceClient, GceClientConfig
+from lbhc.model.cloud import CloudSnapshot, http_health_check_url
+from lbhc.model.cluster import ClusterSnapshot
+from lbhc.planner.planner import plan
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, config, names, node, pool_for, service
+
+
+def make_cluster(services: int, nodes: int, local_share: float = 0.2) -> ClusterSnapshot:
+    local_every = int(1 / local_share) if local_share else 0
+    svcs = tuple(
+        service(
+            f"svc-{i}",
+            f"ns-{i % 50}",
+            policy="Local" if local_every and i % local_every == 0 else "Cluster",
+        )
+        for i in range(services)
+    )
+    return ClusterSnapshot(
+        tuple(node(f"node-{i}") for i in range(nodes)), svcs, (), KUBE_SYSTEM_UID
+    )
+
+
+def bench_planning(services: int, nodes: int, repeats: int) -> dict[str, Any]:
+    cluster = make_cluster(services, nodes)
+    _, _, url = names()
+    pools = tuple(
+        pool_for(s, health_checks=(url,) if s.spec.external_traffic_policy == "Cluster" else ())
+        for s in cluster.services
+    )
+    from tests.builders import our_check, our_firewall
+
+    converged = CloudSnapshot(our_check(), our_firewall(), pools, ())
+    empty = CloudSnapshot(None, None, tuple(pool_for(s) for s in cluster.services), ())
+    figures: dict[str, Any] = {"services": services, "nodes": nodes}
+    for label, cloud in (("converged", converged), ("from_nothing", empty)):
+        timings = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = plan(cluster, cloud, config())
+            timings.append(time.perf_counter() - start)
+        figures[f"plan_ms_{label}"] = round(min(timings) * 1000, 1)
+        figures[f"changes_{label}"] = len(result.changes)
+    return figures
+
+
+def _calls(fake: ComputeFake) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for entry in fake.journal:
+        parts = entry.path.rstrip("/").split("/")
+        collection = next(
+            (
+                p
+                for p in reversed(parts)
+                if p
+                in {"httpHealthChecks", "firewalls", "targetPools", "forwardingRules", "operations"}
+            ),
+            "?",
+        )
+        tail = parts[-1]
+        verb = tail if tail in {"addHealthCheck", "removeHealthCheck", "wait"} else ""
+        counts[f"{entry.method} {collection}{' ' + verb if verb else ''}"] += 1
+    return dict(sorted(counts.items()))
+
+
+def bench_gce_calls(services: int) -> dict[str, Any]:
+    cluster = make_cluster(services, 3)
+    fake = ComputeFake()
+    fake.add_network(PROJECT, "default")
+    for svc in cluster.services:
+        pool = pool_for(svc)
+        fake.add_target_pool(PROJECT, REGION, pool.name, description=pool.description)
+    _, name, _ = names()
+    with ComputeFakeServer(fake) as server:
+        gce = GceClient(
+            GceClientConfig(
+                project=PROJECT,
+                region=REGION,
+                endpoint=server.url,
+                mutations_per_second=10_000,
+                reads_per_second=10_000,
+            )
+        )
+        start = time.perf_counter()
+        result = Executor(gce, 16).apply(plan(cluster, gce.read_snapshot(name), config()))
+        converge_seconds = time.perf_counter() - start
+        assert result.ok
+        from_nothing = _calls(fake)
+        fake.clear_journal()
+        again = plan(cluster, gce.read_snapshot(name), config())
+        converged = _calls(fake)
+    eligible = sum(1 for s in cluster.services if s.spec.external_traffic_policy == "Cluster")
+    url = http_health_check_url(PROJECT, name)
+    attached = sum(
+        1 for p in fake.target_pools(PROJECT, REGION).values() if url in p.get("healthChecks", [])
+    )
+    return {
+        "services": services,
+        "eligible_pools": eligible,
+        "attached_pools": attached,
+        "converge_seconds": round(converge_seconds, 2),
+        "calls_from_nothing": from_nothing,
+        "calls_converged": converged,
+        "changes_after_converge": len(again.changes),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--services", type=int, default=10_000)
+    parser.add_argument("--nodes", type=int, default=5_000)
+    parser.add_argument("--gce-services", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+
+    planning = bench_planning(args.services, args.nodes, args.repeats)
+    calls = bench_gce_calls(args.gce_services)
+    print(f"{'figure':44} value")
+    for key, value in {
+        **planning,
+        **{k: v for k, v in calls.items() if not k.startswith("calls")},
+    }.items():
+        print(f"{key:44} {value}")
+    for phase in ("calls_from_nothing", "calls_converged"):
+        for call, count in calls[phase].items():
+            print(f"{phase + ': ' + call:44} {count}")
+    if args.json:
+        args.json.write_text(json.dumps({"planning": planning, "gce": calls}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

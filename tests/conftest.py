@@ -1,0 +1,67 @@
+"""Shared fixtures: the Compute fake served over a real socket, and clients pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+
+from lbhc.gce.client import GceClient, GceClientConfig
+from lbhc.model.cluster import Service
+from lbhc.planner.names import target_pool_name
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from tests.builders import PROJECT, REGION, pool_for
+
+
+@dataclass
+class ComputeEnv:
+    fake: ComputeFake
+    url: str
+
+    def client(self, **overrides: Any) -> GceClient:
+        # Fast backoff: tests exercise retries, not wall-clock patience.
+        config = GceClientConfig(
+            project=PROJECT,
+            region=REGION,
+            endpoint=self.url,
+            backoff_initial_sec=0.01,
+            backoff_max_sec=0.05,
+            mutations_per_second=1000,
+            reads_per_second=1000,
+        )
+        return GceClient(replace(config, **overrides))
+
+    def add_service_pool(self, svc: Service, health_checks: tuple[str, ...] = ()) -> str:
+        """A target pool and forwarding rule as the cloud provider makes them for `svc`."""
+        pool = pool_for(svc)
+        created = self.fake.add_target_pool(
+            PROJECT,
+            REGION,
+            pool.name,
+            description=pool.description,
+            instances=(
+                f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{REGION}-a/instances/node-1",
+            ),
+            health_checks=health_checks,
+        )
+        self.fake.add_forwarding_rule(
+            PROJECT,
+            REGION,
+            target_pool_name(svc.metadata.uid),
+            target=created["selfLink"],
+            description=pool.description,
+        )
+        return pool.name
+
+    def pool_checks(self, name: str) -> list[str]:
+        return list(self.fake.target_pools(PROJECT, REGION)[name].get("healthChecks", []))
+
+
+@pytest.fixture
+def compute() -> Iterator[ComputeEnv]:
+    fake = ComputeFake()
+    fake.add_network(PROJECT, "default")
+    with ComputeFakeServer(fake) as server:
+        yield ComputeEnv(fake, server.url)

@@ -1,0 +1,150 @@
+"""GceClient through the real google-cloud-compute client and AuthorizedSession, over a real
+socket, against the Compute fake: retries, idempotency, operation errors, pacing, paging."""
+
+from __future__ import annotations
+
+import pytest
+from google.api_core import exceptions as core
+
+from lbhc.gce.errors import GceOperationError, ReadOnlyViolation, is_in_use
+from lbhc.model.cloud import http_health_check_url
+from tests.builders import PROJECT, REGION, our_check, our_firewall, service
+from tests.conftest import ComputeEnv
+
+CHECK_PATH = "/global/httpHealthChecks"
+
+
+def mutations(env: ComputeEnv) -> list[tuple[str, str]]:
+    return [(e.method, e.path) for e in env.fake.mutating_requests()]
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [(429, None), (503, None), (500, None), (403, "rateLimitExceeded")],
+    ids=["429", "503", "500", "403-rateLimitExceeded"],
+)
+def test_mutation_retried_on_transient_errors_with_one_request_id(
+    compute: ComputeEnv, status: int, reason: str | None
+) -> None:
+    compute.fake.faults.fail_requests(
+        times=2, status=status, reason=reason, method="POST", path_contains=CHECK_PATH
+    )
+    compute.client().insert_http_health_check(our_check())
+
+    inserts = [e for e in compute.fake.journal if e.method == "POST" and CHECK_PATH in e.path]
+    assert [e.status for e in inserts] == [status, status, 200]
+    assert len({e.query["requestId"] for e in inserts}) == 1  # one id across retries
+    assert set(compute.fake.http_health_checks(PROJECT)) == {our_check().name}
+
+
+def test_reads_retried_too(compute: ComputeEnv) -> None:
+    compute.fake.faults.fail_requests(times=3, status=503, method="GET", path_contains="firewalls")
+    assert compute.client().get_firewall("absent") is None
+    assert [e.status for e in compute.fake.journal] == [503, 503, 503, 404]
+
+
+def test_gives_up_after_max_attempts(compute: ComputeEnv) -> None:
+    compute.fake.faults.fail_requests(times=10, status=429)
+    with pytest.raises(core.TooManyRequests):
+        compute.client(max_attempts=3).get_http_health_check("x")
+    assert len(compute.fake.journal) == 3
+
+
+@pytest.mark.parametrize(("status", "reason"), [(403, "forbidden"), (400, "invalid")])
+def test_permanent_errors_are_not_retried(compute: ComputeEnv, status: int, reason: str) -> None:
+    compute.fake.faults.fail_requests(times=5, status=status, reason=reason)
+    with pytest.raises(core.GoogleAPICallError):
+        compute.client().insert_firewall(our_firewall())
+    assert len(compute.fake.journal) == 1
+
+
+def test_failing_operation_raises_with_its_reason(compute: ComputeEnv) -> None:
+    compute.fake.faults.fail_operations(
+        times=1,
+        status=400,
+        reason="resourceInUseByAnotherResource",
+        message="in use",
+        operation_type="insert",
+    )
+    with pytest.raises(GceOperationError) as caught:
+        compute.client().insert_firewall(our_firewall())
+    assert is_in_use(caught.value)
+    assert compute.fake.firewalls(PROJECT) == {}
+
+
+def test_operations_are_waited_until_done(compute: ComputeEnv) -> None:
+    compute.fake.operation_latency = 0.3
+    compute.client().insert_http_health_check(our_check())
+    # The call returned only once the op was DONE, so the resource is visible now.
+    assert our_check().name in compute.fake.http_health_checks(PROJECT)
+    waits = [e for e in compute.fake.journal if e.path.endswith("/wait")]
+    assert waits and all("/global/operations/" in e.path for e in waits)
+
+
+def test_read_only_client_refuses_every_mutation_before_the_network(compute: ComputeEnv) -> None:
+    client = compute.client(read_only=True)
+    url = http_health_check_url(PROJECT, "x")
+    calls = [
+        lambda: client.insert_http_health_check(our_check()),
+        lambda: client.update_http_health_check(our_check()),
+        lambda: client.delete_http_health_check("x"),
+        lambda: client.insert_firewall(our_firewall()),
+        lambda: client.update_firewall(our_firewall()),
+        lambda: client.delete_firewall("x"),
+        lambda: client.add_health_check("pool", url),
+        lambda: client.remove_health_check("pool", url),
+    ]
+    for call in calls:
+        with pytest.raises(ReadOnlyViolation):
+            call()
+    assert compute.fake.journal == []
+
+
+def test_round_trips_the_shared_resources(compute: ComputeEnv) -> None:
+    client = compute.client()
+    client.insert_http_health_check(our_check())
+    client.insert_firewall(our_firewall())
+    check = client.get_http_health_check(our_check().name)
+    firewall = client.get_firewall(our_firewall().name)
+    assert check is not None and firewall is not None
+    assert check == our_check(self_link=check.self_link)
+    assert firewall.allowed == our_firewall().allowed
+    assert sorted(firewall.source_ranges) == sorted(our_firewall().source_ranges)
+    assert firewall.target_tags == our_firewall().target_tags
+
+
+def test_attach_and_detach_in_place(compute: ComputeEnv) -> None:
+    client = compute.client()
+    pool = compute.add_service_pool(service("web"))
+    client.insert_http_health_check(our_check())
+    url = http_health_check_url(PROJECT, our_check().name)
+    client.add_health_check(pool, url)
+    assert compute.pool_checks(pool) == [url]
+    client.remove_health_check(pool, url)
+    assert compute.pool_checks(pool) == []
+    assert all("targetPools" not in p or "HealthCheck" in p for _, p in mutations(compute))
+
+
+def test_lists_every_page(compute: ComputeEnv) -> None:
+    for i in range(1203):
+        compute.fake.add_target_pool(PROJECT, REGION, f"pool-{i:04d}")
+    pools = compute.client().list_target_pools()
+    assert len({p.name for p in pools}) == 1203
+    pages = [e for e in compute.fake.journal if e.path.endswith("/targetPools")]
+    assert len(pages) == 3
+    assert all(e.query.get("maxResults") == "500" for e in pages)
+
+
+def test_snapshot_marks_a_failed_list_as_a_gap(compute: ComputeEnv) -> None:
+    compute.fake.faults.fail_requests(times=100, status=503, path_contains="/forwardingRules")
+    snapshot = compute.client(max_attempts=2).read_snapshot("k8s-l4-healthcheck-x")
+    assert not snapshot.complete
+    assert "forwarding rules" in snapshot.gaps[0]
+
+
+def test_a_failed_read_of_a_shared_resource_raises(compute: ComputeEnv) -> None:
+    compute.fake.faults.fail_requests(
+        times=100, status=403, reason="forbidden", path_contains=CHECK_PATH
+    )
+    with pytest.raises(core.Forbidden):
+        compute.client().read_snapshot("k8s-l4-healthcheck-x")

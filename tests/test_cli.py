@@ -1,0 +1,286 @@
+"""`lbhc plan` / `lbhc apply` end to end: the real CLI, a cluster snapshot file, and the
+Compute fake over a real socket."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from lbhc.cli import main
+from lbhc.model.cluster import Service
+from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, kube_proxy_pod, names, node, service
+from tests.conftest import ComputeEnv
+
+_, NAME, URL = names()
+
+
+def kubectl_list(*objects: BaseModel) -> dict[str, Any]:
+    """What `kubectl get nodes,services,pods -A -o json` prints (plus the kube-system ns)."""
+    items = [
+        {"apiVersion": "v1", "kind": type(o).__name__, **o.model_dump(by_alias=True)}
+        for o in objects
+    ]
+    items.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "kube-system", "uid": KUBE_SYSTEM_UID},
+        }
+    )
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+@pytest.fixture
+def snapshot_file(tmp_path: Path) -> Any:
+    def write(*objects: BaseModel) -> Path:
+        path = tmp_path / "cluster.json"
+        path.write_text(json.dumps(kubectl_list(*objects)))
+        return path
+
+    return write
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def gce_args(env: ComputeEnv) -> list[str]:
+    return [
+        "--project",
+        PROJECT,
+        "--region",
+        REGION,
+        "--node-tags",
+        "gke-node",
+        "--gce-endpoint",
+        env.url,
+    ]
+
+
+def seed(env: ComputeEnv, *svcs: Service) -> list[str]:
+    return [env.add_service_pool(s) for s in svcs]
+
+
+def test_plan_makes_no_mutating_call_and_reports_changes(
+    compute: ComputeEnv, snapshot_file: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    svcs = (service("web"), service("api", "prod"), service("local", policy="Local"))
+    pools = seed(compute, *svcs)
+    path = snapshot_file(node(), *svcs)
+
+    code, out, _ = run(
+        capsys, "plan", "--cluster-snapshot", str(path), "--detailed-exitcode", *gce_args(compute)
+    )
+    assert code == 2
+    assert f"+ HttpHealthCheck {NAME}" in out and f"+ Firewall {NAME}" in out
+    assert f"> TargetPool {pools[0]}" in out and f"> TargetPool {pools[1]}" in out
+    assert pools[2] not in out  # the Local pool is left alone
+    assert "Plan: 2 to create, 0 to update, 2 to attach" in out
+    assert compute.fake.mutating_requests() == []
+
+
+def test_plan_json_has_the_documented_shape(
+    compute: ComputeEnv, snapshot_file: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (pool,) = seed(compute, service("web"))
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--output",
+        "json",
+        "--cluster-snapshot",
+        str(snapshot_file(node(), service("web"))),
+        *gce_args(compute),
+    )
+    body = json.loads(out)
+    assert code == 0
+    assert set(body) >= {"changes", "summary", "fallback"}
+    assert body["fallback"] is None
+    assert {(c["action"], c["kind"], c["name"]) for c in body["changes"]} == {
+        ("create", "HttpHealthCheck", NAME),
+        ("create", "Firewall", NAME),
+        ("attach", "TargetPool", pool),
+    }
+    assert all(set(c) == {"action", "kind", "name", "reason", "diff"} for c in body["changes"])
+    attach = next(c for c in body["changes"] if c["action"] == "attach")
+    assert attach["diff"]["healthChecks"] == {"from": [], "to": [URL]}
+    assert body["summary"]["create"] == 2 and body["summary"]["attach"] == 1
+
+
+def test_apply_then_plan_shows_no_changes(
+    compute: ComputeEnv, snapshot_file: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pools = seed(compute, service("a"), service("b"))
+    path = snapshot_file(node(), service("a"), service("b"))
+    code, out, _ = run(capsys, "apply", "--cluster-snapshot", str(path), *gce_args(compute))
+    assert code == 0, out
+    assert "Applied: 4 done, 0 failed, 0 skipped." in out
+    assert all(compute.pool_checks(p) == [URL] for p in pools)
+
+    compute.fake.clear_journal()
+    code, out, _ = run(
+        capsys, "plan", "--detailed-exitcode", "--cluster-snapshot", str(path), *gce_args(compute)
+    )
+    assert code == 0 and "No changes." in out
+    reads = [e for e in compute.fake.journal]
+    assert all(not e.mutating for e in reads)
+    assert len(reads) == 4  # get check, get firewall, one page of pools, one of rules
+
+
+def test_fallback_shows_in_plan_and_names_the_node(
+    compute: ComputeEnv, snapshot_file: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed(compute, service("web"))
+    path = snapshot_file(
+        node("new"),
+        node("old"),
+        service("web"),
+        kube_proxy_pod("old", "registry.k8s.io/kube-proxy:v1.6.13"),
+    )
+    code, out, _ = run(
+        capsys, "plan", "--output", "json", "--cluster-snapshot", str(path), *gce_args(compute)
+    )
+    body = json.loads(out)
+    assert code == 0
+    assert [n["name"] for n in body["fallback"]["nodes"]] == ["old"]
+    assert body["fallback"]["nodes"][0]["source"] == "pod-image"
+    assert body["changes"] == []
+
+
+def test_env_and_config_file_supply_settings(
+    compute: ComputeEnv,
+    snapshot_file: Any,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seed(compute, service("web"))
+    config = tmp_path / "lbhc.yaml"
+    config.write_text(f"project: {PROJECT}\nregion: wrong-region\nnode_tags: [gke-node]\n")
+    monkeypatch.setenv("LBHC_REGION", REGION)  # env beats the file
+    monkeypatch.setenv("LBHC_GCE_ENDPOINT", compute.url)
+    code, out, err = run(
+        capsys,
+        "plan",
+        "--config",
+        str(config),
+        "--cluster-snapshot",
+        str(snapshot_file(node(), service("web"))),
+    )
+    assert code == 0, err
+    assert "1 to attach" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--region", REGION, "--node-tags", "t"], "setting 'project': required"),
+        (
+            [
+                "--project",
+                PROJECT,
+                "--region",
+                REGION,
+                "--node-tags",
+                "t",
+                "--cluster-id",
+                "Bad_Id",
+            ],
+            "setting 'cluster_id'",
+        ),
+        (
+            [
+                "--project",
+                PROJECT,
+                "--region",
+                REGION,
+                "--node-tags",
+                "t",
+                "--gce-endpoint",
+                "ftp://x",
+            ],
+            "setting 'gce_endpoint': expected a URL",
+        ),
+    ],
+    ids=["missing-project", "bad-cluster-id", "bad-endpoint"],
+)
+def test_bad_settings_give_one_clear_error(
+    argv: list[str],
+    expected: str,
+    snapshot_file: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("LBHC_PROJECT", "LBHC_REGION", "LBHC_NODE_TAGS"):
+        monkeypatch.delenv(var, raising=False)
+    code, out, err = run(capsys, "plan", "--cluster-snapshot", str(snapshot_file(node())), *argv)
+    assert code == 1 and out == ""
+    assert err.startswith("lbhc: error: invalid settings:")
+    assert expected in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "not valid JSON (line 1"),
+        ('{"kind": "Deployment"}', "got kind 'Deployment'; expected a v1 List"),
+        (
+            '{"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}',
+            "item 0 (Node): metadata.name: Field required",
+        ),
+        ("", "file is empty"),
+    ],
+    ids=["not-json", "wrong-kind", "invalid-item", "empty"],
+)
+def test_bad_snapshot_file_gives_one_clear_error(
+    content: str,
+    expected: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    compute: ComputeEnv,
+) -> None:
+    path = tmp_path / "dump.json"
+    path.write_text(content)
+    code, _, err = run(capsys, "plan", "--cluster-snapshot", str(path), *gce_args(compute))
+    assert code == 1
+    assert expected in err, err
+    assert compute.fake.journal == []
+
+
+def test_snapshot_without_cluster_id_source_is_explained(
+    compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"kind": "List", "items": []}))
+    code, _, err = run(capsys, "plan", "--cluster-snapshot", str(path), *gce_args(compute))
+    assert code == 1 and "cluster id unknown" in err
+
+
+def test_unreachable_gce_is_an_error_not_a_traceback(
+    snapshot_file: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LBHC_GCE_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("LBHC_GCE_BACKOFF_INITIAL_SEC", "0.01")
+    code, _, err = run(
+        capsys,
+        "plan",
+        "--cluster-snapshot",
+        str(snapshot_file(node())),
+        "--project",
+        PROJECT,
+        "--region",
+        REGION,
+        "--node-tags",
+        "t",
+        "--gce-endpoint",
+        "http://127.0.0.1:9",
+    )
+    assert code == 1
+    assert err.startswith("lbhc: error: ConnectionError") and "Traceback" not in err

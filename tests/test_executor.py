@@ -1,0 +1,145 @@
+"""The executor against the Compute fake: ordering, isolation of failures, end-state checks."""
+
+from __future__ import annotations
+
+from lbhc.executor import ApplyResult, Executor, Status
+from lbhc.gce.client import GceClient
+from lbhc.model.cluster import ClusterSnapshot, Service
+from lbhc.model.plan import Action
+from lbhc.planner.planner import plan
+from tests.builders import PROJECT, cluster, config, names, our_check, service
+from tests.conftest import ComputeEnv
+
+_, NAME, URL = names()
+
+
+def converge(
+    env: ComputeEnv, snapshot: ClusterSnapshot, client: GceClient | None = None
+) -> ApplyResult:
+    gce = client or env.client()
+    return Executor(gce, max_concurrency=4).apply(plan(snapshot, gce.read_snapshot(NAME), config()))
+
+
+def services(n: int) -> tuple[Service, ...]:
+    return tuple(service(f"svc-{i}") for i in range(n))
+
+
+def test_converges_from_nothing_with_one_insert_each(compute: ComputeEnv) -> None:
+    svcs = services(5)
+    pools = [compute.add_service_pool(s) for s in svcs]
+    result = converge(compute, cluster(services=svcs))
+    assert result.ok and result.count(Status.DONE) == 7
+    methods = [(e.method, e.path.rsplit("/", 1)[-1]) for e in compute.fake.mutating_requests()]
+    assert methods.count(("POST", "httpHealthChecks")) == 1
+    assert methods.count(("POST", "firewalls")) == 1
+    assert methods.count(("POST", "addHealthCheck")) == 5
+    assert all(compute.pool_checks(p) == [URL] for p in pools)
+    # Firewall first, then the check, then attaches.
+    assert methods.index(("POST", "firewalls")) < methods.index(("POST", "httpHealthChecks"))
+    assert methods.index(("POST", "httpHealthChecks")) < methods.index(("POST", "addHealthCheck"))
+
+
+def test_gc_detaches_then_deletes_check_then_firewall(compute: ComputeEnv) -> None:
+    svcs = services(3)
+    for s in svcs:
+        compute.add_service_pool(s)
+    assert converge(compute, cluster(services=svcs)).ok
+    compute.fake.clear_journal()
+
+    result = converge(compute, cluster(services=()))
+    assert result.ok
+    order = [(e.method, e.path) for e in compute.fake.mutating_requests()]
+    kinds = [
+        "remove"
+        if p.endswith("removeHealthCheck")
+        else "check"
+        if "httpHealthChecks" in p
+        else "firewall"
+        for _, p in order
+    ]
+    assert kinds == ["remove"] * 3 + ["check", "firewall"]
+    assert compute.fake.http_health_checks(PROJECT) == {}
+    assert compute.fake.firewalls(PROJECT) == {}
+
+
+def test_one_failing_pool_does_not_block_the_others(compute: ComputeEnv) -> None:
+    svcs = services(4)
+    pools = [compute.add_service_pool(s) for s in svcs]
+    compute.fake.faults.fail_requests(
+        times=1, status=400, reason="invalid", path_contains=f"{pools[1]}/addHealthCheck"
+    )
+    result = converge(compute, cluster(services=svcs))
+    failed = [o.change.name for o in result.outcomes if o.status is Status.FAILED]
+    assert failed == [pools[1]]
+    assert [compute.pool_checks(p) == [URL] for p in pools] == [True, False, True, True]
+    # The next pass repairs it: level-based, nothing remembered but what GCE holds.
+    assert converge(compute, cluster(services=svcs)).ok
+    assert compute.pool_checks(pools[1]) == [URL]
+
+
+def test_attaches_skipped_when_the_check_cannot_be_created(compute: ComputeEnv) -> None:
+    pool = compute.add_service_pool(service("web"))
+    compute.fake.faults.fail_requests(
+        times=1, status=400, reason="invalid", method="POST", path_contains="/httpHealthChecks"
+    )
+    result = converge(compute, cluster(services=(service("web"),)))
+    statuses = {(o.change.action, o.status) for o in result.outcomes}
+    assert (Action.ATTACH, Status.SKIPPED) in statuses
+    assert compute.pool_checks(pool) == []
+    assert not any("addHealthCheck" in e.path for e in compute.fake.journal)
+
+
+def test_check_still_in_use_defers_both_deletes(compute: ComputeEnv) -> None:
+    compute.add_service_pool(service("web"))
+    assert converge(compute, cluster(services=(service("web"),))).ok
+    # A pool this cluster cannot see (another region or project view) still uses the check.
+    compute.fake.add_target_pool(PROJECT, "europe-west1", "elsewhere", health_checks=(URL,))
+    for mode in ("http", "operation"):
+        compute.fake.in_use_delete_mode = mode
+        result = converge(compute, cluster(services=()))
+        by_kind = {
+            o.change.kind.value: o for o in result.outcomes if o.change.action is Action.DELETE
+        }
+        assert by_kind["HttpHealthCheck"].status is Status.SKIPPED, mode
+        assert "in use" in by_kind["HttpHealthCheck"].detail
+        assert by_kind["Firewall"].status is Status.SKIPPED, mode
+        assert NAME in compute.fake.firewalls(PROJECT)
+
+
+def test_already_exists_is_success_only_when_ours(compute: ComputeEnv) -> None:
+    compute.add_service_pool(service("web"))
+    snapshot = cluster(services=(service("web"),))
+    gce = compute.client()
+    stale = plan(snapshot, gce.read_snapshot(NAME), config())  # says: create
+    gce.insert_http_health_check(our_check())  # a concurrent replica got there first
+    result = Executor(gce).apply(stale)
+    create = next(o for o in result.outcomes if o.change.kind.value == "HttpHealthCheck")
+    assert (create.status, create.detail) == (Status.DONE, "already existed")
+    assert result.ok
+
+
+def test_already_exists_foreign_is_a_failure_not_a_takeover(compute: ComputeEnv) -> None:
+    compute.add_service_pool(service("web"))
+    snapshot = cluster(services=(service("web"),))
+    gce = compute.client()
+    stale = plan(snapshot, gce.read_snapshot(NAME), config())
+    compute.fake.add_http_health_check(PROJECT, NAME, description="made by hand")
+    result = Executor(gce).apply(stale)
+    create = next(o for o in result.outcomes if o.change.kind.value == "HttpHealthCheck")
+    assert create.status is Status.FAILED
+    assert compute.fake.http_health_checks(PROJECT)[NAME]["description"] == "made by hand"
+    assert not any("addHealthCheck" in e.path for e in compute.fake.journal)
+
+
+def test_replacing_a_foreign_check_removes_it_first(compute: ComputeEnv) -> None:
+    foreign = compute.fake.add_http_health_check(PROJECT, "legacy-check")["selfLink"]
+    pool = compute.add_service_pool(service("web"), health_checks=(foreign,))
+    gce = compute.client()
+    the_plan = plan(
+        cluster(services=(service("web"),)),
+        gce.read_snapshot(NAME),
+        config(replace_foreign_health_checks=True),
+    )
+    assert Executor(gce).apply(the_plan).ok
+    assert compute.pool_checks(pool) == [URL]
+    assert "legacy-check" in compute.fake.http_health_checks(PROJECT)  # detached, not deleted
