@@ -28,3 +28,19 @@ test: lint typecheck unit
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+.PHONY: try bench
+# Serve the Compute fake seeded from examples/cluster.json, then plan against it.
+try: $(STAMP)
+	@rm -f .try-fake.log; \
+	$(BIN)/python -m lbhc.sandbox.serve --cluster-snapshot examples/cluster.json --port 0 \
+		> .try-fake.log 2>&1 & pid=$$!; trap "kill $$pid 2>/dev/null; rm -f .try-fake.log" EXIT; \
+	for i in $$(seq 100); do grep -q serving .try-fake.log 2>/dev/null && break; sleep 0.1; done; \
+	url=$$(grep -o 'http://127.0.0.1:[0-9]*' .try-fake.log) || { cat .try-fake.log; exit 1; }; \
+	$(BIN)/lbhc plan --cluster-snapshot examples/cluster.json --project demo-project \
+		--region us-central1 --node-tags gke-demo-node --gce-endpoint $$url
+
+# Figures for the closing notes: planning time at scale and GCE call counts.
+BENCH_JSON ?= bench-results.json
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench.plan_bench --json $(BENCH_JSON)

@@ -1,0 +1,57 @@
+"""What the cloud provider's service controller would have made for a LoadBalancer Service:
+a target pool and a forwarding rule named "a" + UID, described with the Service's name.
+Used to seed the Compute fake so the fake looks like a real project with a cluster in it."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable
+
+from lbhc.model.cluster import Node, Service
+from lbhc.planner.names import target_pool_name
+from lbhc.sandbox.compute_fake import ComputeFake
+
+_FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
+
+
+def instance_url(node: Node, project: str, default_zone: str) -> str:
+    """From providerID gce://PROJECT/ZONE/NAME, as the cloud provider derives it."""
+    parts = node.spec.provider_id.removeprefix("gce://").split("/")
+    if len(parts) == 3:
+        project, zone, name = parts
+    else:
+        zone, name = default_zone, node.name
+    return f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/instances/{name}"
+
+
+def provision_load_balancers(
+    fake: ComputeFake,
+    project: str,
+    region: str,
+    services: Iterable[Service],
+    nodes: Iterable[Node],
+) -> list[str]:
+    """One pool + forwarding rule per LoadBalancer Service without a loadBalancerClass;
+    returns the pool names. Local-policy Services get their pool too (with no check: their
+    per-service check is not lbhc's business)."""
+    instances = [instance_url(n, project, f"{region}-a") for n in nodes]
+    created: list[str] = []
+    for index, service in enumerate(s for s in services if s.spec.type == "LoadBalancer"):
+        if service.spec.load_balancer_class is not None:
+            continue
+        name = target_pool_name(service.metadata.uid)
+        description = json.dumps({"kubernetes.io/service-name": service.key}, separators=(",", ":"))
+        pool = fake.add_target_pool(
+            project, region, name, description=description, instances=instances
+        )
+        fake.add_forwarding_rule(
+            project,
+            region,
+            name,
+            target=pool["selfLink"],
+            description=description,
+            ip_address=str(_FIRST_IP + index),
+        )
+        created.append(name)
+    return created
