@@ -120,27 +120,24 @@ class Executor:
 
     def _ensure(self, change: Change) -> Outcome:
         desired = change.desired
+        gce = self._gce
+        insert: Callable[[], None]
+        update: Callable[[], None]
+        get: Callable[[], HttpHealthCheck | Firewall | None]
         if isinstance(desired, HttpHealthCheck):
-            if change.action is Action.CREATE:
-                return self._insert(
-                    change,
-                    lambda: self._gce.insert_http_health_check(desired),
-                    lambda: self._gce.get_http_health_check(desired.name),
-                    desired.description,
-                )
-            self._gce.update_http_health_check(desired)
-            return Outcome(change, Status.DONE)
-        if isinstance(desired, Firewall):
-            if change.action is Action.CREATE:
-                return self._insert(
-                    change,
-                    lambda: self._gce.insert_firewall(desired),
-                    lambda: self._gce.get_firewall(desired.name),
-                    desired.description,
-                )
-            self._gce.update_firewall(desired)
-            return Outcome(change, Status.DONE)
-        raise ValueError(f"{change.action} {change.kind} {change.name} carries no resource")
+            insert = lambda: gce.insert_http_health_check(desired)  # noqa: E731
+            update = lambda: gce.update_http_health_check(desired)  # noqa: E731
+            get = lambda: gce.get_http_health_check(desired.name)  # noqa: E731
+        elif isinstance(desired, Firewall):
+            insert = lambda: gce.insert_firewall(desired)  # noqa: E731
+            update = lambda: gce.update_firewall(desired)  # noqa: E731
+            get = lambda: gce.get_firewall(desired.name)  # noqa: E731
+        else:
+            raise ValueError(f"{change.action} {change.kind} {change.name} carries no resource")
+        if change.action is Action.CREATE:
+            return self._insert(change, insert, get, desired.description)
+        update()
+        return Outcome(change, Status.DONE)
 
     def _insert(
         self,

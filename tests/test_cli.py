@@ -284,3 +284,51 @@ def test_unreachable_gce_is_an_error_not_a_traceback(
     )
     assert code == 1
     assert err.startswith("lbhc: error: ConnectionError") and "Traceback" not in err
+
+
+def test_plan_and_apply_read_the_cluster_from_the_kubernetes_api(
+    compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
+    from tests.kube.conftest import write_kubeconfig
+
+    svcs = (service("web"), service("api", "prod"))
+    pools = seed(compute, *svcs)
+    kube = KubeFake()
+    for obj in kubectl_list(node("n-1"), node("n-2"), *svcs)["items"]:
+        kube.upsert(obj)
+    with KubeFakeServer(kube) as server:
+        kubeconfig = write_kubeconfig(tmp_path, server.url)
+        code, out, err = run(capsys, "apply", "--kubeconfig", str(kubeconfig), *gce_args(compute))
+        assert code == 0, err
+        assert all(compute.pool_checks(p) == [URL] for p in pools)
+        code, out, err = run(
+            capsys,
+            "plan",
+            "--detailed-exitcode",
+            "--kubeconfig",
+            str(kubeconfig),
+            *gce_args(compute),
+        )
+    assert code == 0 and "No changes." in out
+    listed = {e.path for e in kube.journal}
+    assert {"/api/v1/nodes", "/api/v1/services", "/api/v1/namespaces/kube-system"} <= listed
+
+
+def test_apply_exits_1_when_a_step_fails_and_says_which(
+    compute: ComputeEnv, snapshot_file: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pools = seed(compute, service("a"), service("b"))
+    compute.fake.faults.fail_requests(
+        times=1, status=400, reason="invalid", path_contains=f"{pools[0]}/addHealthCheck"
+    )
+    path = snapshot_file(node(), service("a"), service("b"))
+    code, out, _ = run(
+        capsys, "apply", "--output", "json", "--cluster-snapshot", str(path), *gce_args(compute)
+    )
+    body = json.loads(out)
+    assert code == 1 and body["ok"] is False
+    failed = [r for r in body["results"] if r["status"] == "failed"]
+    assert [r["name"] for r in failed] == [pools[0]]
+    assert "400 invalid" in failed[0]["detail"]
+    assert compute.pool_checks(pools[1]) == [URL]

@@ -182,81 +182,66 @@ class GceClient:
 
         return self._compute.Operation.from_json(json.dumps(body), ignore_unknown_fields=True)
 
-    # ---- legacy HTTP health checks --------------------------------------------------
-    def get_http_health_check(self, name: str) -> HttpHealthCheck | None:
+    def _get_or_none(self, what: str, fetch: Callable[[], T]) -> T | None:
         try:
-            body = self._call(
-                "get_http_health_check",
-                lambda: self._http("GET", f"/global/httpHealthChecks/{name}"),
-                mutating=False,
-            )
+            return self._call(what, fetch, mutating=False)
         except core.GoogleAPICallError as exc:
             if is_not_found(exc):
                 return None
             raise
-        return convert.health_check_from_json(body)
+
+    # ---- legacy HTTP health checks (no generated client exists) -------------------------
+    def _legacy_mutation(
+        self, what: str, method: str, path: str, body: dict[str, Any] | None = None
+    ) -> None:
+        self._mutate(
+            what,
+            lambda rid: self._op_from_json(self._http(method, path, body, {"requestId": rid})),
+            regional=False,
+        )
+
+    def get_http_health_check(self, name: str) -> HttpHealthCheck | None:
+        path = f"/global/httpHealthChecks/{name}"
+        body = self._get_or_none("get_http_health_check", lambda: self._http("GET", path))
+        return convert.health_check_from_json(body) if body is not None else None
 
     def insert_http_health_check(self, check: HttpHealthCheck) -> None:
-        self._mutate(
+        self._legacy_mutation(
             "insert_http_health_check",
-            lambda rid: self._op_from_json(
-                self._http(
-                    "POST",
-                    "/global/httpHealthChecks",
-                    health_check_to_json(check),
-                    {"requestId": rid},
-                )
-            ),
-            regional=False,
+            "POST",
+            "/global/httpHealthChecks",
+            health_check_to_json(check),
         )
 
     def update_http_health_check(self, check: HttpHealthCheck) -> None:
-        self._mutate(
+        self._legacy_mutation(
             "update_http_health_check",
-            lambda rid: self._op_from_json(
-                self._http(
-                    "PUT",
-                    f"/global/httpHealthChecks/{check.name}",
-                    health_check_to_json(check),
-                    {"requestId": rid},
-                )
-            ),
-            regional=False,
+            "PUT",
+            f"/global/httpHealthChecks/{check.name}",
+            health_check_to_json(check),
         )
 
     def delete_http_health_check(self, name: str) -> None:
-        self._mutate(
-            "delete_http_health_check",
-            lambda rid: self._op_from_json(
-                self._http("DELETE", f"/global/httpHealthChecks/{name}", None, {"requestId": rid})
-            ),
-            regional=False,
+        self._legacy_mutation(
+            "delete_http_health_check", "DELETE", f"/global/httpHealthChecks/{name}"
         )
 
     # ---- firewalls -------------------------------------------------------------------
     def get_firewall(self, name: str) -> Firewall | None:
-        try:
-            fw = self._call(
-                "get_firewall",
-                lambda: self._firewalls.get(
-                    project=self.config.project, firewall=name, **self._gapic_kwargs()
-                ),
-                mutating=False,
-            )
-        except core.GoogleAPICallError as exc:
-            if is_not_found(exc):
-                return None
-            raise
-        return convert.firewall_from_proto(fw)
+        project = self.config.project
+        found = self._get_or_none(
+            "get_firewall",
+            lambda: self._firewalls.get(project=project, firewall=name, **self._gapic_kwargs()),
+        )
+        return convert.firewall_from_proto(found) if found is not None else None
 
     def insert_firewall(self, firewall: Firewall) -> None:
+        resource = convert.firewall_to_proto(firewall)
         self._mutate(
             "insert_firewall",
             lambda rid: self._firewalls.insert_unary(
                 request=self._compute.InsertFirewallRequest(
-                    project=self.config.project,
-                    firewall_resource=convert.firewall_to_proto(firewall),
-                    request_id=rid,
+                    project=self.config.project, firewall_resource=resource, request_id=rid
                 ),
                 **self._gapic_kwargs(),
             ),
@@ -264,13 +249,14 @@ class GceClient:
         )
 
     def update_firewall(self, firewall: Firewall) -> None:
+        resource = convert.firewall_to_proto(firewall)
         self._mutate(
             "update_firewall",
             lambda rid: self._firewalls.update_unary(
                 request=self._compute.UpdateFirewallRequest(
                     project=self.config.project,
                     firewall=firewall.name,
-                    firewall_resource=convert.firewall_to_proto(firewall),
+                    firewall_resource=resource,
                     request_id=rid,
                 ),
                 **self._gapic_kwargs(),
@@ -291,55 +277,31 @@ class GceClient:
         )
 
     # ---- target pools and forwarding rules ----------------------------------------------
-    def get_target_pool(self, name: str) -> TargetPool | None:
-        try:
-            pool = self._call(
-                "get_target_pool",
-                lambda: self._pools.get(
-                    project=self.config.project,
-                    region=self.config.region,
-                    target_pool=name,
-                    **self._gapic_kwargs(),
-                ),
-                mutating=False,
-            )
-        except core.GoogleAPICallError as exc:
-            if is_not_found(exc):
-                return None
-            raise
-        return convert.target_pool_from_proto(pool)
-
     def list_target_pools(self) -> list[TargetPool]:
-        request = self._compute.ListTargetPoolsRequest
-        items = self._list_pages(
-            "list_target_pools",
-            lambda token: self._pools.list(
-                request=request(
-                    project=self.config.project,
-                    region=self.config.region,
-                    max_results=PAGE_SIZE,
-                    page_token=token,
-                ),
-                **self._gapic_kwargs(),
-            ),
+        pages = self._list_regional(
+            "list_target_pools", self._pools.list, self._compute.ListTargetPoolsRequest
         )
-        return [convert.target_pool_from_proto(p) for p in items]
+        return [convert.target_pool_from_proto(p) for p in pages]
 
     def list_forwarding_rules(self) -> list[ForwardingRule]:
-        request = self._compute.ListForwardingRulesRequest
-        items = self._list_pages(
-            "list_forwarding_rules",
-            lambda token: self._rules.list(
-                request=request(
-                    project=self.config.project,
-                    region=self.config.region,
-                    max_results=PAGE_SIZE,
-                    page_token=token,
+        pages = self._list_regional(
+            "list_forwarding_rules", self._rules.list, self._compute.ListForwardingRulesRequest
+        )
+        return [convert.forwarding_rule_from_proto(r) for r in pages]
+
+    def _list_regional(
+        self, what: str, list_call: Callable[..., Any], request_type: Callable[..., Any]
+    ) -> list[Any]:
+        project, region = self.config.project, self.config.region
+        return self._list_pages(
+            what,
+            lambda token: list_call(
+                request=request_type(
+                    project=project, region=region, max_results=PAGE_SIZE, page_token=token
                 ),
                 **self._gapic_kwargs(),
             ),
         )
-        return [convert.forwarding_rule_from_proto(r) for r in items]
 
     def _list_pages(self, what: str, fetch: Callable[[str], Any]) -> list[Any]:
         """One request per page, each retried on its own; the pager's implicit page fetches
@@ -348,47 +310,46 @@ class GceClient:
         token = ""
         while True:
             page = self._call(what, lambda t=token: fetch(t), mutating=False)  # type: ignore[misc]
-            items.extend(page.items if hasattr(page, "items") else [])
+            items.extend(page.items)  # the pager hands its first page's fields through
             token = page.next_page_token
             if not token:
                 return items
 
     def add_health_check(self, pool: str, health_check_url: str) -> None:
-        self._pool_health_check_call("add_health_check", pool, health_check_url)
+        body = {"health_checks": [{"health_check": health_check_url}]}
+        self._mutate(
+            "add_health_check",
+            lambda rid: self._pools.add_health_check_unary(
+                request=self._compute.AddHealthCheckTargetPoolRequest(
+                    **self._pool_request(pool, rid),
+                    target_pools_add_health_check_request_resource=body,
+                ),
+                **self._gapic_kwargs(),
+            ),
+            regional=True,
+        )
 
     def remove_health_check(self, pool: str, health_check_url: str) -> None:
-        self._pool_health_check_call("remove_health_check", pool, health_check_url)
+        body = {"health_checks": [{"health_check": health_check_url}]}
+        self._mutate(
+            "remove_health_check",
+            lambda rid: self._pools.remove_health_check_unary(
+                request=self._compute.RemoveHealthCheckTargetPoolRequest(
+                    **self._pool_request(pool, rid),
+                    target_pools_remove_health_check_request_resource=body,
+                ),
+                **self._gapic_kwargs(),
+            ),
+            regional=True,
+        )
 
-    def _pool_health_check_call(self, what: str, pool: str, health_check_url: str) -> None:
-        c = self._compute
-        refs = [c.HealthCheckReference(health_check=health_check_url)]
-        if what == "add_health_check":
-            send = lambda rid: self._pools.add_health_check_unary(  # noqa: E731
-                request=c.AddHealthCheckTargetPoolRequest(
-                    project=self.config.project,
-                    region=self.config.region,
-                    target_pool=pool,
-                    request_id=rid,
-                    target_pools_add_health_check_request_resource=c.TargetPoolsAddHealthCheckRequest(
-                        health_checks=refs
-                    ),
-                ),
-                **self._gapic_kwargs(),
-            )
-        else:
-            send = lambda rid: self._pools.remove_health_check_unary(  # noqa: E731
-                request=c.RemoveHealthCheckTargetPoolRequest(
-                    project=self.config.project,
-                    region=self.config.region,
-                    target_pool=pool,
-                    request_id=rid,
-                    target_pools_remove_health_check_request_resource=c.TargetPoolsRemoveHealthCheckRequest(
-                        health_checks=refs
-                    ),
-                ),
-                **self._gapic_kwargs(),
-            )
-        self._mutate(what, send, regional=True)
+    def _pool_request(self, pool: str, request_id: str) -> dict[str, str]:
+        return {
+            "project": self.config.project,
+            "region": self.config.region,
+            "target_pool": pool,
+            "request_id": request_id,
+        }
 
     # ---- the snapshot ------------------------------------------------------------------
     def read_snapshot(self, shared_name: str) -> CloudSnapshot:

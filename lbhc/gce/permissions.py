@@ -15,7 +15,6 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     "update_firewall": ("compute.firewalls.update", "compute.networks.updatePolicy"),
     "delete_firewall": ("compute.firewalls.delete", "compute.networks.updatePolicy"),
     "list_target_pools": ("compute.targetPools.list",),
-    "get_target_pool": ("compute.targetPools.get",),
     # Referencing a check from a pool needs useReadOnly on the check.
     "add_health_check": (
         "compute.targetPools.addHealthCheck",
