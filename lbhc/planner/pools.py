@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -27,7 +26,8 @@ class PoolClaim:
 
 def claims(description: str, service_key: str) -> bool:
     """Fast path for the cloud provider's exact compact JSON; decode anything else."""
-    if description == json.dumps({SERVICE_NAME_KEY: service_key}, separators=(",", ":")):
+    # Service keys are DNS names and a slash: nothing in them needs JSON escaping.
+    if description == f'{{"{SERVICE_NAME_KEY}":"{service_key}"}}':
         return True
     return parse_description(description).get(SERVICE_NAME_KEY) == service_key
 
@@ -75,6 +75,8 @@ def match_pools(
 
 
 def carries(pool: TargetPool, health_check_url: str) -> bool:
+    if not pool.health_checks:
+        return False
     wanted = resource_path(health_check_url)
     return any(resource_path(url) == wanted for url in pool.health_checks)
 

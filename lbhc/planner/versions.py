@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,6 +45,7 @@ class KubeProxyVersion:
         return "v{}.{}.{}".format(*self.version)
 
 
+@functools.lru_cache(maxsize=1024)  # a cluster runs a handful of distinct versions
 def parse_version(text: str) -> tuple[int, int, int] | None:
     """`v1.31.4-gke.1072000`, `1.7.2`, `v1.29` -> tuple; anything else -> None."""
     match = _VERSION.match(text.strip())
