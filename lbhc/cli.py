@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from lbhc.model.cluster import ClusterSnapshot
@@ -17,16 +17,24 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 log = logging.getLogger("lbhc")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 1: argparse's 2 would read as "changes" under --detailed-exitcode."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"lbhc: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lbhc",
         description=(
             "Keep one shared kube-proxy /healthz health check and its firewall on every "
             "externalTrafficPolicy=Cluster target pool."
         ),
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    common = _Parser(add_help=False)
     common.add_argument("--config", type=Path, help="YAML settings file")
     gce = common.add_argument_group("GCE (also LBHC_* env vars or --config)")
     gce.add_argument("--project")

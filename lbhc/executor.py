@@ -162,9 +162,27 @@ class Executor:
         return Outcome(change, Status.DONE)
 
     def _attach(self, change: Change) -> Outcome:
-        if change.replaces:
-            self._gce.remove_health_check(change.name, change.replaces)
-        self._gce.add_health_check(change.name, change.health_check_url)
+        """A pool deleted since the plan was made is skipped, not failed: the Service is gone
+        or being re-provisioned, and the next pass sees the new state."""
+        try:
+            if change.replaces:
+                return self._replace(change)
+            self._gce.add_health_check(change.name, change.health_check_url)
+        except Exception as exc:
+            if is_not_found(exc):
+                return Outcome(change, Status.SKIPPED, "target pool no longer exists")
+            raise
+        return Outcome(change, Status.DONE)
+
+    def _replace(self, change: Change) -> Outcome:
+        """A pool holds one check: the foreign one must go first. If ours then cannot be
+        added, the foreign one is put back rather than leaving the pool unchecked."""
+        self._gce.remove_health_check(change.name, change.replaces)
+        try:
+            self._gce.add_health_check(change.name, change.health_check_url)
+        except Exception as exc:
+            self._gce.add_health_check(change.name, change.replaces)
+            return Outcome(change, Status.FAILED, f"{describe(exc)}; previous check restored")
         return Outcome(change, Status.DONE)
 
     def _detach(self, change: Change) -> Outcome:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Self
 
+import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
@@ -204,6 +205,12 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         return settings_cls(**given)
     except ValidationError as exc:
         raise SettingsError(_describe(exc, config_file)) from exc
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"config file {config_file}: not valid YAML: {exc}") from exc
+    except (ValueError, TypeError) as exc:  # e.g. a YAML list or scalar instead of a mapping
+        raise SettingsError(
+            f"config file {config_file}: expected a YAML mapping of setting: value ({exc})"
+        ) from exc
 
 
 def _describe(exc: ValidationError, config_file: Path | None) -> str:

@@ -332,3 +332,16 @@ def test_apply_exits_1_when_a_step_fails_and_says_which(
     assert [r["name"] for r in failed] == [pools[0]]
     assert "400 invalid" in failed[0]["detail"]
     assert compute.pool_checks(pools[1]) == [URL]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["plan", "--output", "xml"], ["plan", "--bogus"], ["frobnicate"], []],
+    ids=["bad-choice", "unknown-flag", "unknown-command", "no-command"],
+)
+def test_usage_errors_exit_1_never_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # 2 means "changes" under --detailed-exitcode; a typo must not look like that.
+    with pytest.raises(SystemExit) as caught:
+        main([*argv, "--detailed-exitcode"] if argv[:1] == ["plan"] else argv)
+    assert caught.value.code == 1
+    assert "lbhc: error:" in capsys.readouterr().err

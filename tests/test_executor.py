@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.model.plan import Action
 from lbhc.planner.planner import plan
-from tests.builders import PROJECT, cluster, config, names, our_check, service
+from tests.builders import PROJECT, REGION, cluster, config, names, our_check, service
 from tests.conftest import ComputeEnv
 
 _, NAME, URL = names()
@@ -46,7 +48,8 @@ def test_gc_detaches_then_deletes_check_then_firewall(compute: ComputeEnv) -> No
     assert converge(compute, cluster(services=svcs)).ok
     compute.fake.clear_journal()
 
-    result = converge(compute, cluster(services=()))
+    flipped = tuple(service(s.metadata.name, policy="Local") for s in svcs)
+    result = converge(compute, cluster(services=flipped))
     assert result.ok
     order = [(e.method, e.path) for e in compute.fake.mutating_requests()]
     kinds = [
@@ -58,6 +61,27 @@ def test_gc_detaches_then_deletes_check_then_firewall(compute: ComputeEnv) -> No
         for _, p in order
     ]
     assert kinds == ["remove"] * 3 + ["check", "firewall"]
+    assert compute.fake.http_health_checks(PROJECT) == {}
+    assert compute.fake.firewalls(PROJECT) == {}
+
+
+def test_gc_after_services_and_their_pools_are_gone(compute: ComputeEnv) -> None:
+    svcs = services(2)
+    pools = [compute.add_service_pool(s) for s in svcs]
+    assert converge(compute, cluster(services=svcs)).ok
+
+    # Services deleted; the cloud provider has not deleted their pools yet: GC waits.
+    waiting = converge(compute, cluster(services=()))
+    assert waiting.outcomes == ()
+    assert NAME in compute.fake.http_health_checks(PROJECT)
+
+    for name in pools:  # the cloud provider deletes the load balancers
+        for collection in ("forwardingRules", "targetPools"):
+            status, _, _ = compute.fake.handle(
+                "DELETE", f"/compute/v1/projects/{PROJECT}/regions/{REGION}/{collection}/{name}"
+            )
+            assert status == 200
+    assert converge(compute, cluster(services=())).ok
     assert compute.fake.http_health_checks(PROJECT) == {}
     assert compute.fake.firewalls(PROJECT) == {}
 
@@ -92,11 +116,11 @@ def test_attaches_skipped_when_the_check_cannot_be_created(compute: ComputeEnv) 
 def test_check_still_in_use_defers_both_deletes(compute: ComputeEnv) -> None:
     compute.add_service_pool(service("web"))
     assert converge(compute, cluster(services=(service("web"),))).ok
-    # A pool this cluster cannot see (another region or project view) still uses the check.
+    # A pool this cluster cannot see (another region) still uses the check.
     compute.fake.add_target_pool(PROJECT, "europe-west1", "elsewhere", health_checks=(URL,))
     for mode in ("http", "operation"):
         compute.fake.in_use_delete_mode = mode
-        result = converge(compute, cluster(services=()))
+        result = converge(compute, cluster(services=(service("web", policy="Local"),)))
         by_kind = {
             o.change.kind.value: o for o in result.outcomes if o.change.action is Action.DELETE
         }
@@ -143,3 +167,62 @@ def test_replacing_a_foreign_check_removes_it_first(compute: ComputeEnv) -> None
     assert Executor(gce).apply(the_plan).ok
     assert compute.pool_checks(pool) == [URL]
     assert "legacy-check" in compute.fake.http_health_checks(PROJECT)  # detached, not deleted
+
+
+def test_drifted_firewall_is_restored_through_a_real_update(compute: ComputeEnv) -> None:
+    compute.add_service_pool(service("web"))
+    assert converge(compute, cluster(services=(service("web"),))).ok
+    drift = {
+        "sourceTags": ["anything"],
+        "destinationRanges": ["203.0.113.7/32"],
+        "sourceRanges": ["0.0.0.0/0"],
+    }
+    status, _, body = compute.fake.handle(
+        "PATCH",
+        f"/compute/v1/projects/{PROJECT}/global/firewalls/{NAME}",
+        None,
+        {"Content-Type": "application/json"},
+        json.dumps(drift).encode(),
+    )
+    assert status == 200, body
+    assert converge(compute, cluster(services=(service("web"),))).ok
+    firewall = compute.fake.firewalls(PROJECT)[NAME]
+    assert "sourceTags" not in firewall and "destinationRanges" not in firewall
+    assert sorted(firewall["sourceRanges"]) == [
+        "209.85.152.0/22",
+        "209.85.204.0/22",
+        "35.191.0.0/16",
+    ]
+    assert converge(compute, cluster(services=(service("web"),))).outcomes == ()
+
+
+def test_attach_to_a_pool_deleted_since_planning_is_skipped(compute: ComputeEnv) -> None:
+    pool = compute.add_service_pool(service("web"))
+    gce = compute.client()
+    stale = plan(cluster(services=(service("web"),)), gce.read_snapshot(NAME), config())
+    for collection in ("forwardingRules", "targetPools"):
+        compute.fake.handle(
+            "DELETE", f"/compute/v1/projects/{PROJECT}/regions/{REGION}/{collection}/{pool}"
+        )
+    result = Executor(gce).apply(stale)
+    attach = next(o for o in result.outcomes if o.change.action is Action.ATTACH)
+    assert (attach.status, attach.detail) == (Status.SKIPPED, "target pool no longer exists")
+    assert result.ok
+
+
+def test_failed_replacement_restores_the_foreign_check(compute: ComputeEnv) -> None:
+    foreign = compute.fake.add_http_health_check(PROJECT, "legacy-check")["selfLink"]
+    pool = compute.add_service_pool(service("web"), health_checks=(foreign,))
+    gce = compute.client()
+    the_plan = plan(
+        cluster(services=(service("web"),)),
+        gce.read_snapshot(NAME),
+        config(replace_foreign_health_checks=True),
+    )
+    compute.fake.faults.fail_requests(
+        times=1, status=400, reason="invalid", path_contains=f"{pool}/addHealthCheck"
+    )
+    result = Executor(gce).apply(the_plan)
+    attach = next(o for o in result.outcomes if o.change.action is Action.ATTACH)
+    assert attach.status is Status.FAILED and "previous check restored" in attach.detail
+    assert compute.pool_checks(pool) == [foreign]

@@ -79,3 +79,20 @@ def test_unknown_key_in_file_is_rejected(tmp_path: Path) -> None:
 def test_missing_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="not found"):
         load_settings(tmp_path / "nope.yaml", **REQUIRED)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("project: [unclosed\n", "not valid YAML"),
+        ("- project\n- region\n", "expected a YAML mapping"),
+    ],
+    ids=["broken-yaml", "not-a-mapping"],
+)
+def test_malformed_config_file_is_one_clear_error(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(content)
+    with pytest.raises(SettingsError, match=message):
+        load_settings(path, **REQUIRED)

@@ -10,6 +10,7 @@ one requestId across its retries so a retried insert cannot happen twice.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import requests
 from google.api_core import exceptions as core
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -51,6 +53,8 @@ class GceClientConfig:
     backoff_max_sec: float = 30.0
     request_timeout_sec: float = 30.0
     operation_timeout_sec: float = 600.0
+    # Per `wait` request: the API answers within ~2 min, done or not.
+    operation_poll_timeout_sec: float = 150.0
     client_id: str = ""
 
 
@@ -146,28 +150,38 @@ class GceClient:
 
     def _wait(self, op: Any, *, regional: bool) -> None:
         """Poll with our own operations client until DONE, then judge the error fields.
-        `wait` returns within ~2 min even when the operation is not done, hence the loop."""
+        `wait` returns within ~2 min even when the operation is not done, hence the loop; a
+        poll that times out is "not done yet", bounded by the operation deadline rather than
+        by the retry budget, which is for errors."""
         deadline = time.monotonic() + self.config.operation_timeout_sec
         name, project, region = op.name, self.config.project, self.config.region
-        if regional:
-            what, poll = (
-                "wait_region_operation",
-                lambda: self._region_ops.wait(
-                    project=project, region=region, operation=name, **self._gapic_kwargs()
-                ),
-            )
-        else:
-            what, poll = (
-                "wait_global_operation",
-                lambda: self._global_ops.wait(
-                    project=project, operation=name, **self._gapic_kwargs()
-                ),
-            )
+        metadata = self._metadata
+
+        def poll(previous: Any) -> Any:
+            remaining = deadline - time.monotonic()
+            timeout = max(0.1, min(remaining, self.config.operation_poll_timeout_sec))
+            try:
+                if regional:
+                    return self._region_ops.wait(
+                        project=project,
+                        region=region,
+                        operation=name,
+                        retry=None,
+                        timeout=timeout,
+                        metadata=metadata,
+                    )
+                return self._global_ops.wait(
+                    project=project, operation=name, retry=None, timeout=timeout, metadata=metadata
+                )
+            except requests.Timeout:
+                return previous
+
+        what = "wait_region_operation" if regional else "wait_global_operation"
         while op.status != self._compute.Operation.Status.DONE:
             if time.monotonic() > deadline:
                 timeout = self.config.operation_timeout_sec
                 raise TimeoutError(f"operation {name} not DONE after {timeout:.0f} s")
-            op = self._call(what, poll, mutating=False)
+            op = self._call(what, functools.partial(poll, op), mutating=False)
         error = operation_error(op)
         if error is not None:
             raise error
@@ -309,7 +323,7 @@ class GceClient:
         items: list[Any] = []
         token = ""
         while True:
-            page = self._call(what, lambda t=token: fetch(t), mutating=False)  # type: ignore[misc]
+            page = self._call(what, functools.partial(fetch, token), mutating=False)
             items.extend(page.items)  # the pager hands its first page's fields through
             token = page.next_page_token
             if not token:

@@ -41,6 +41,9 @@ def firewall_from_proto(fw: Any) -> Firewall:
         source_ranges=tuple(fw.source_ranges),
         target_tags=tuple(fw.target_tags),
         destination_ranges=tuple(fw.destination_ranges),
+        source_tags=tuple(fw.source_tags),
+        source_service_accounts=tuple(fw.source_service_accounts),
+        target_service_accounts=tuple(fw.target_service_accounts),
         disabled=bool(fw.disabled),
         self_link=fw.self_link,
     )
@@ -61,6 +64,9 @@ def firewall_to_proto(fw: Firewall) -> Any:
         source_ranges=list(fw.source_ranges),
         target_tags=list(fw.target_tags),
         destination_ranges=list(fw.destination_ranges),
+        source_tags=list(fw.source_tags),
+        source_service_accounts=list(fw.source_service_accounts),
+        target_service_accounts=list(fw.target_service_accounts),
         disabled=fw.disabled,
     )
 

@@ -59,9 +59,11 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 def _is_transport_error(exc: BaseException) -> bool:
+    """Connection resets, timeouts, and a token refresh that could not reach Google."""
     import requests
+    from google.auth.exceptions import TransportError
 
-    return isinstance(exc, requests.ConnectionError | requests.Timeout)
+    return isinstance(exc, requests.ConnectionError | requests.Timeout | TransportError)
 
 
 def has_reason(exc: BaseException, reason: str) -> bool:

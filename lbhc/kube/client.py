@@ -99,6 +99,7 @@ class KubeReader:
             kube_proxy_pods=pods.items if pods else (),
             kube_system_uid=self._kube_system_uid(),
             gaps=tuple(gaps),
+            versions_complete=nodes is not None and pods is not None,
         )
 
     def _kube_system_uid(self) -> str | None:

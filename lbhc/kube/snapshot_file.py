@@ -55,7 +55,9 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
             pods.append(obj)
         elif isinstance(obj, Namespace) and obj.metadata.name == "kube-system":
             kube_system_uid = obj.metadata.uid or None
-    return ClusterSnapshot(tuple(nodes), tuple(services), tuple(pods), kube_system_uid)
+    # A dump cannot prove it is complete (a kind left out, an old file): never remove on it.
+    gap = f"cluster read from the snapshot file {source}, which may be partial or stale"
+    return ClusterSnapshot(tuple(nodes), tuple(services), tuple(pods), kube_system_uid, (gap,))
 
 
 def _load(text: str, source: str) -> Any:

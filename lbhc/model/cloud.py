@@ -65,6 +65,10 @@ class Firewall:
     source_ranges: tuple[str, ...] = ()
     target_tags: tuple[str, ...] = ()
     destination_ranges: tuple[str, ...] = ()
+    # Widening fields: any value someone adds by hand makes the rule admit more than ours.
+    source_tags: tuple[str, ...] = ()
+    source_service_accounts: tuple[str, ...] = ()
+    target_service_accounts: tuple[str, ...] = ()
     disabled: bool = False
     self_link: str = ""
 

@@ -105,6 +105,9 @@ class ClusterSnapshot:
     kube_proxy_pods: tuple[Pod, ...] = ()
     kube_system_uid: str | None = None
     gaps: tuple[str, ...] = field(default=())
+    # False when Nodes or kube-proxy Pods could not be read in full: version skew cannot be
+    # ruled out then, so nothing new may be attached either.
+    versions_complete: bool = True
 
     @property
     def complete(self) -> bool:

@@ -13,8 +13,7 @@ from lbhc.model.plan import DESTRUCTIVE_ACTIONS, Action, Change, FieldChange, Ki
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.fallback import decide_fallback
 from lbhc.planner.names import cluster_id_from_uid, is_valid_gce_name, shared_resource_name
-from lbhc.planner.pools import match_pools, plan_pool_changes
-from lbhc.planner.services import ineligibility
+from lbhc.planner.pools import carries, match_pools, plan_pool_changes
 from lbhc.planner.shared import (
     desired_firewall,
     desired_health_check,
@@ -59,11 +58,15 @@ def plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig) 
     pools = {pool.name: pool for pool in cloud.target_pools}
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
     claims = match_pools(cluster.services, pools, rules, config, warnings)
-    # Created only once a pool can use them; kept while any eligible Service exists, even
-    # one whose pool is missing or unconfirmed, so a transient cloud state triggers no GC.
+    # Eligible includes "its target pool exists" (and is provably its own): with none left,
+    # the shared pair is garbage; a partial read cannot get here, its removals are withheld.
     wanted = any(claim.eligible_reason is None for claim in claims.values())
-    keep = wanted or any(ineligibility(s, config) is None for s in cluster.services)
-    fallback = decide_fallback(cluster, config) if keep else None
+    fallback = decide_fallback(cluster, config) if wanted else None
+    if wanted and not cluster.versions_complete:
+        warnings.append(
+            "nodes or kube-proxy Pods could not be read in full, so version skew cannot be "
+            "ruled out: nothing new is created or attached until they are"
+        )
 
     check_owned = cloud.health_check is None or is_owned(cloud.health_check.description, cluster_id)
     firewall_owned = cloud.firewall is None or is_owned(cloud.firewall.description, cluster_id)
@@ -78,29 +81,35 @@ def plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig) 
             "lbhc will not modify or delete it, and attaches nothing new until it is resolved"
         )
 
-    shared_changes, firewall_ok = _plan_shared(
-        cluster_id,
-        name,
-        cloud,
-        config,
-        wanted=wanted,
-        keep=keep,
-        fallback=fallback is not None,
-        check_owned=check_owned,
-        firewall_owned=firewall_owned,
-        warnings=warnings,
-    )
     pool_changes: list[Change] = []
     if check_owned:
         pool_changes = plan_pool_changes(
             cloud.target_pools,
             claims,
             check_url,
-            attach_allowed=firewall_ok,
+            attach_allowed=firewall_owned and cluster.versions_complete,
             withdraw_reason=f"fallback: {fallback.reason}" if fallback else None,
             config=config,
             warnings=warnings,
         )
+    detaching = {c.name for c in pool_changes if c.action is Action.DETACH}
+    still_attached = tuple(
+        p.name for p in cloud.target_pools if carries(p, check_url) and p.name not in detaching
+    )
+    shared_changes, attach_ok = _plan_shared(
+        cluster_id,
+        name,
+        cloud,
+        config,
+        wanted=wanted,
+        may_add=fallback is None and cluster.versions_complete,
+        still_attached=still_attached,
+        check_owned=check_owned,
+        firewall_owned=firewall_owned,
+        warnings=warnings,
+    )
+    if not attach_ok:
+        pool_changes = [c for c in pool_changes if c.action is not Action.ATTACH]
 
     creates = [c for c in shared_changes if c.action in (Action.CREATE, Action.UPDATE)]
     deletes = [c for c in shared_changes if c.action is Action.DELETE]
@@ -125,8 +134,8 @@ def _plan_shared(
     config: PlannerConfig,
     *,
     wanted: bool,
-    keep: bool,
-    fallback: bool,
+    may_add: bool,
+    still_attached: tuple[str, ...],
     check_owned: bool,
     firewall_owned: bool,
     warnings: list[str],
@@ -139,9 +148,17 @@ def _plan_shared(
     want_firewall = desired_firewall(name, cluster_id, config)
     firewall_ok = firewall_owned and check_owned
 
-    if not keep:
+    if not wanted:
         # GC: the check goes first; a firewall deleted while the check lives would make
-        # every node fail it (ingress-gce#1625).
+        # every node fail it (ingress-gce#1625). Pools we may not detach (no Service of ours
+        # claims them; the cloud provider deletes those of deleted Services) hold GC back.
+        if still_attached and check is not None and check_owned:
+            shown = ", ".join(still_attached[:5]) + (" ..." if len(still_attached) > 5 else "")
+            warnings.append(
+                f"no eligible Service remains, but HttpHealthCheck {name} is still attached to "
+                f"target pool(s) {shown}; garbage collection waits until they are gone"
+            )
+            return changes, False
         if check is not None and check_owned:
             changes.append(
                 Change(Action.DELETE, Kind.HTTP_HEALTH_CHECK, name, "no eligible Service remains")
@@ -158,7 +175,7 @@ def _plan_shared(
         return changes, False
 
     if firewall is None:
-        if wanted and not fallback:
+        if may_add:
             changes.append(
                 _create(
                     Kind.FIREWALL,
@@ -190,7 +207,7 @@ def _plan_shared(
                 )
 
     if check is None:
-        if wanted and not fallback:
+        if may_add:
             changes.append(
                 _create(
                     Kind.HTTP_HEALTH_CHECK,

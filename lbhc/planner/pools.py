@@ -91,23 +91,28 @@ def plan_pool_changes(
     config: PlannerConfig,
     warnings: list[str],
 ) -> list[Change]:
-    """Attach/detach per pool. `withdraw_reason` (fallback) detaches our check everywhere;
-    `attach_allowed` False freezes attachments as they are (a shared resource conflicts)."""
+    """Attach/detach per pool a Service of this cluster provably owns. `withdraw_reason`
+    (fallback) detaches our check from all of them; `attach_allowed` False adds it nowhere new.
+    A pool no Service of ours claims is never changed, even if it carries our check: it may
+    belong to another cluster that shares our id, or to someone who attached it by hand."""
     changes: list[Change] = []
     for pool in sorted(pools, key=lambda p: p.name):
         claim = claims.get(pool.name)
         has_ours = carries(pool, health_check_url)
-        wanted = claim is not None and claim.eligible_reason is None
+        if claim is None:
+            if has_ours:
+                warnings.append(
+                    f"target pool {pool.name} carries our health check but no Service of this "
+                    "cluster claims it; left alone (is another cluster using the same cluster id?)"
+                )
+            continue
+        wanted = claim.eligible_reason is None
         if has_ours:
-            reason = withdraw_reason
-            if reason is None and not wanted:
-                reason = claim.eligible_reason if claim else "no Service of this cluster owns it"
+            reason = withdraw_reason or claim.eligible_reason
             if reason is not None:
                 changes.append(_detach(pool, health_check_url, reason))
-            continue
-        if not wanted or withdraw_reason is not None or not attach_allowed or claim is None:
-            continue
-        changes.extend(_attach(pool, claim, health_check_url, config, warnings))
+        elif wanted and withdraw_reason is None and attach_allowed:
+            changes.extend(_attach(pool, claim, health_check_url, config, warnings))
     return changes
 
 

@@ -107,8 +107,9 @@ def reconcile_health_check(
 
 
 def reconcile_firewall(actual: Firewall, desired: Firewall) -> Reconciled[Firewall]:
-    """Everything but the network is corrected; in particular destinationRanges are cleared
-    so the rule is never pinned to one Service's IP as upstream's can be."""
+    """Everything but the network is corrected: destinationRanges are cleared so the rule is
+    never pinned to one Service's IP as upstream's can be, and fields that would widen who
+    may connect (source tags, service accounts) are cleared too."""
     diff: dict[str, FieldChange] = {}
     pairs: list[tuple[str, object, object]] = [
         ("description", actual.description, desired.description),
@@ -118,6 +119,9 @@ def reconcile_firewall(actual: Firewall, desired: Firewall) -> Reconciled[Firewa
         ("sourceRanges", sorted(actual.source_ranges), sorted(desired.source_ranges)),
         ("targetTags", sorted(actual.target_tags), sorted(desired.target_tags)),
         ("destinationRanges", sorted(actual.destination_ranges), []),
+        ("sourceTags", sorted(actual.source_tags), []),
+        ("sourceServiceAccounts", sorted(actual.source_service_accounts), []),
+        ("targetServiceAccounts", sorted(actual.target_service_accounts), []),
         ("disabled", actual.disabled, False),
     ]
     for api_name, have, want in pairs:

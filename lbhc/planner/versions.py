@@ -71,33 +71,25 @@ def kube_proxy_container_image(pod: Pod) -> str:
 
 
 def kube_proxy_version(node: Node, pod: Pod | None) -> KubeProxyVersion:
-    """The first source that parses wins, most reliable first: the pod's image tag, then
-    the node fields (which really hold the kubelet's version: hints only, as kube-proxy may
-    lag the kubelet by up to 3 minors). A digest-only image says nothing, so it falls
-    through. When nothing parses, the first value seen is reported as unknown."""
-    candidates: list[tuple[str, VersionSource, str]] = []
+    """The first source that has a value decides, most reliable first: the kube-proxy Pod's
+    image tag, then the node fields (which really hold the kubelet's version: hints only, as
+    kube-proxy may lag the kubelet by up to 3 minors). An unparsable value is unknown, not a
+    reason to trust a weaker source; only a digest-only image, which names no version at
+    all, falls through."""
     if pod is not None:
         image = kube_proxy_container_image(pod)
-        if image:
-            candidates.append((image, VersionSource.POD_IMAGE, image_tag(image)))
+        tag = image_tag(image)
+        if tag:
+            return KubeProxyVersion(image, VersionSource.POD_IMAGE, parse_version(tag))
     info = node.status.node_info
     if info.kube_proxy_version:
-        candidates.append(
-            (
-                info.kube_proxy_version,
-                VersionSource.NODE_KUBE_PROXY_VERSION,
-                info.kube_proxy_version,
-            )
+        return KubeProxyVersion(
+            info.kube_proxy_version,
+            VersionSource.NODE_KUBE_PROXY_VERSION,
+            parse_version(info.kube_proxy_version),
         )
     if info.kubelet_version:
-        candidates.append(
-            (info.kubelet_version, VersionSource.KUBELET_VERSION, info.kubelet_version)
+        return KubeProxyVersion(
+            info.kubelet_version, VersionSource.KUBELET_VERSION, parse_version(info.kubelet_version)
         )
-    for raw, source, text in candidates:
-        version = parse_version(text)
-        if version is not None:
-            return KubeProxyVersion(raw, source, version)
-    if candidates:
-        raw, source, _ = candidates[0]
-        return KubeProxyVersion(raw, source, None)
     return KubeProxyVersion("", VersionSource.NONE, None)

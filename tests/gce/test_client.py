@@ -148,3 +148,49 @@ def test_a_failed_read_of_a_shared_resource_raises(compute: ComputeEnv) -> None:
     )
     with pytest.raises(core.Forbidden):
         compute.client().read_snapshot("k8s-l4-healthcheck-x")
+
+
+def test_a_wait_that_times_out_is_polled_again_not_counted_as_a_failure(
+    compute: ComputeEnv,
+) -> None:
+    # Each wait request gives up after 0.2 s while the operation needs 1 s: five or so polls,
+    # none of which may spend the single attempt the retry budget allows.
+    compute.fake.operation_latency = 1.0
+    client = compute.client(max_attempts=1, operation_poll_timeout_sec=0.2, request_timeout_sec=0.2)
+    client.insert_http_health_check(our_check())
+    assert our_check().name in compute.fake.http_health_checks(PROJECT)
+    waits = [e for e in compute.fake.journal if e.path.endswith("/wait")]
+    assert len(waits) >= 2
+
+
+@pytest.mark.parametrize("latency", [0.0, 0.2], ids=["op-done-at-once", "op-pending"])
+def test_retry_after_a_lost_response_does_not_repeat_the_mutation(
+    compute: ComputeEnv, latency: float
+) -> None:
+    """The insert lands, its response is lost (503), lbhc retries: the same requestId gets
+    the original operation back, so exactly one check exists and the call succeeds."""
+    compute.fake.operation_latency = latency
+    compute.fake.faults.fail_requests(
+        times=1, status=503, method="POST", path_contains=CHECK_PATH, after_apply=True
+    )
+    compute.client().insert_http_health_check(our_check())
+    inserts = [
+        e for e in compute.fake.journal if e.method == "POST" and e.path.endswith(CHECK_PATH)
+    ]
+    assert [e.status for e in inserts] == [503, 200]
+    assert len({e.query["requestId"] for e in inserts}) == 1
+    assert list(compute.fake.http_health_checks(PROJECT)) == [our_check().name]
+    ops = [o for o in compute.fake.operations(PROJECT) if o["operationType"] == "insert"]
+    assert len(ops) == 1
+
+
+def test_attach_retried_after_a_lost_response_is_applied_once(compute: ComputeEnv) -> None:
+    client = compute.client()
+    pool = compute.add_service_pool(service("web"))
+    client.insert_http_health_check(our_check())
+    url = http_health_check_url(PROJECT, our_check().name)
+    compute.fake.faults.fail_requests(
+        times=1, status=500, path_contains="addHealthCheck", after_apply=True
+    )
+    client.add_health_check(pool, url)
+    assert compute.pool_checks(pool) == [url]

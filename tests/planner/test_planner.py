@@ -154,10 +154,8 @@ CASES = [
     ),
     Case(
         "pool description naming another Service is not touched",
-        cluster(services=(WEB,)),
-        cloud(
-            check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB, claim="other/svc"),)
-        ),
+        cluster(services=(WEB, API)),
+        converged(API, extra_pools=(pool_for(WEB, claim="other/svc"),)),
         set(),
         warning="claims other/svc",
     ),
@@ -174,8 +172,8 @@ CASES = [
     ),
     Case(
         "unconfirmable pool is left alone",
-        cluster(services=(WEB,)),
-        cloud(check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB, described=False),)),
+        cluster(services=(WEB, API)),
+        converged(API, extra_pools=(pool_for(WEB, described=False),)),
         set(),
         warning="has no kubernetes.io/service-name",
     ),
@@ -195,6 +193,16 @@ CASES = [
         cloud(
             check=our_check(),
             firewall=our_firewall(destination_ranges=("1.2.3.4/32",)),
+            pools=(pool_for(WEB, health_checks=(URL,)),),
+        ),
+        {(Action.UPDATE, Kind.FIREWALL, NAME)},
+    ),
+    Case(
+        "firewall widened by hand (source tags, service accounts) is narrowed again",
+        cluster(services=(WEB,)),
+        cloud(
+            check=our_check(),
+            firewall=our_firewall(source_tags=("any",), target_service_accounts=("sa@x",)),
             pools=(pool_for(WEB, health_checks=(URL,)),),
         ),
         {(Action.UPDATE, Kind.FIREWALL, NAME)},
@@ -229,14 +237,33 @@ CASES = [
         warning="is on network",
     ),
     Case(
-        "GC: no eligible Service: detach, then delete check, then firewall",
-        cluster(services=()),
-        converged(WEB),
+        "GC: last Service flipped to Local: detach, then delete check, then firewall",
+        cluster(services=(LOCAL,)),
+        converged(LOCAL),
         {
-            (Action.DETACH, Kind.TARGET_POOL, pool_for(WEB).name),
+            (Action.DETACH, Kind.TARGET_POOL, pool_for(LOCAL).name),
             (Action.DELETE, Kind.HTTP_HEALTH_CHECK, NAME),
             (Action.DELETE, Kind.FIREWALL, NAME),
         },
+    ),
+    Case(
+        "GC waits while a pool no Service claims (a deleted Service's) still carries the check",
+        cluster(services=()),
+        converged(WEB),
+        set(),
+        warning="garbage collection waits",
+    ),
+    Case(
+        "GC once the deleted Service's pool is gone",
+        cluster(services=()),
+        cloud(check=our_check(), firewall=our_firewall()),
+        {(Action.DELETE, Kind.HTTP_HEALTH_CHECK, NAME), (Action.DELETE, Kind.FIREWALL, NAME)},
+    ),
+    Case(
+        "GC when the only LoadBalancer Service has no target pool (e.g. backend-service LB)",
+        cluster(services=(WEB,)),
+        cloud(check=our_check(), firewall=our_firewall()),
+        {(Action.DELETE, Kind.HTTP_HEALTH_CHECK, NAME), (Action.DELETE, Kind.FIREWALL, NAME)},
     ),
     Case(
         "GC never deletes what it does not own",
@@ -309,8 +336,8 @@ CASES = [
     ),
     Case(
         "incomplete cluster view: detaches and deletes withheld, attaches still made",
-        cluster(services=(API,), gaps=("services could not be listed",)),
-        converged(WEB, extra_pools=(pool_for(API),)),
+        cluster(services=(API, LOCAL), gaps=("services could not be listed",)),
+        converged(LOCAL, extra_pools=(pool_for(API),)),
         {(Action.ATTACH, Kind.TARGET_POOL, pool_for(API).name)},
         withheld=1,
     ),
@@ -324,10 +351,25 @@ CASES = [
         withheld=2,
     ),
     Case(
-        "ours on a pool no Service owns is detached",
+        "ours on a pool no Service of this cluster claims is left alone and reported",
         cluster(services=(WEB,)),
         converged(WEB, extra_pools=(pool_for(API, health_checks=(URL,)),)),
-        {(Action.DETACH, Kind.TARGET_POOL, pool_for(API).name)},
+        set(),
+        warning="no Service of this cluster claims it",
+    ),
+    Case(
+        "nodes or kube-proxy Pods unread: nothing new attached or created",
+        ClusterSnapshot(
+            (),
+            (WEB, API),
+            (),
+            "0b7c3c5e-1111-2222-3333-444455556666",
+            ("nodes could not be listed",),
+            versions_complete=False,
+        ),
+        cloud(pools=(pool_for(WEB), pool_for(API, health_checks=(URL,)))),
+        set(),
+        warning="version skew cannot be ruled out",
     ),
 ]
 
@@ -345,7 +387,7 @@ def test_plan(case: Case) -> None:
 
 
 def test_order_is_safe_for_gc_and_creation() -> None:
-    result = plan(cluster(services=()), converged(WEB), config())
+    result = plan(cluster(services=(LOCAL,)), converged(LOCAL), config())
     assert [c.action for c in result.changes] == [Action.DETACH, Action.DELETE, Action.DELETE]
     assert [c.kind for c in result.changes][1:] == [Kind.HTTP_HEALTH_CHECK, Kind.FIREWALL]
     created = plan(cluster(services=(WEB,)), cloud(pools=(pool_for(WEB),)), config())

@@ -163,15 +163,22 @@ def test_apply_converges_touches_nothing_foreign_and_honours_fallback(world: Wor
             assert named_ours or resource_path(URL) in body, entry
 
         if first.fallback is not None and world.check != "foreign":
-            pools = fake.target_pools(PROJECT, REGION).values()
-            assert not any(URL in p.get("healthChecks", []) for p in pools)
+            # Every pool a Service of this cluster provably owns is free of our check; pools
+            # nobody here claims are not ours to change, even under fallback.
+            pools = fake.target_pools(PROJECT, REGION)
+            claimed = [
+                target_pool_name(svc.metadata.uid)
+                for svc, seed_ in zip(world.services, world.pools, strict=True)
+                if svc.spec.type == "LoadBalancer" and seed_.exists and seed_.described
+            ]
+            assert not any(URL in pools[name].get("healthChecks", []) for name in claimed)
 
 
 def test_strategy_reaches_the_interesting_worlds() -> None:
     """Guard against a strategy that silently stops generating fallback or conflicts."""
     seen: set[str] = set()
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=300, deadline=None, derandomize=True)  # a guard must not flake
     @given(world=worlds())
     def collect(world: World) -> None:
         first = plan(snapshot_of(world), _cloud_for(world), config())

@@ -57,11 +57,19 @@ def test_image_tag(image: str, tag: str) -> None:
             (1, 27, 1),
             VersionSource.NODE_KUBE_PROXY_VERSION,
         ),
+        ("registry.k8s.io/kube-proxy:latest", "", "v1.31.0", None, VersionSource.POD_IMAGE),
         (None, "", "v1.33.1", (1, 33, 1), VersionSource.KUBELET_VERSION),
         (None, "", "custom", None, VersionSource.KUBELET_VERSION),
         (None, "", "", None, VersionSource.NONE),
     ],
-    ids=["pod-image-wins", "digest-falls-through", "kubelet-hint", "unparsable", "nothing"],
+    ids=[
+        "pod-image-wins",
+        "digest-falls-through",
+        "unparsable-tag-is-unknown-not-the-kubelets",
+        "kubelet-hint",
+        "unparsable",
+        "nothing",
+    ],
 )
 def test_version_sources_in_order(
     pod_image: str | None,

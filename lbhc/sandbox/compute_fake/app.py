@@ -44,6 +44,9 @@ def handle(
     arrived = store.clock()
     try:
         status, payload = _serve(store, method, path, params, raw, route, path_params, path_known)
+        lost = store.faults.check_response(method, path) if status < 400 else None
+        if lost is not None:
+            raise lost
     except ComputeError as exc:
         status, payload = exc.code, exc.body()
     except Exception as exc:  # a fake bug or a failing health_source: answer, don't drop the socket

@@ -19,6 +19,7 @@ class _RequestRule:
     error: ComputeError
     method: str | None
     path_contains: str | None
+    after_apply: bool = False
 
     def matches(self, method: str, path: str) -> bool:
         if self.method is not None and self.method != method:
@@ -61,8 +62,12 @@ class Faults:
         method: str | None = None,
         path_contains: str | None = None,
         message: str | None = None,
+        after_apply: bool = False,
     ) -> None:
         """Fail the next `times` matching requests with `status` and the real error body.
+
+        `after_apply=True` serves the request first and then answers the error: the
+        mutation landed but its response was lost, which is what requestId exists for.
 
         `reason` defaults to what the real API reports for `status` (429 and 403 get
         rateLimitExceeded in domain usageLimits, 500/503 backendError).
@@ -74,6 +79,7 @@ class Faults:
             error=fault(status, reason, message),
             method=method.upper() if method else None,
             path_contains=path_contains,
+            after_apply=after_apply,
         )
         with self._lock:
             self._requests.append(rule)
@@ -128,12 +134,24 @@ class Faults:
         with self._lock:
             if self._rate_limited(mutating):
                 return fault(403, "rateLimitExceeded")
-            for rule in self._requests:
-                if rule.remaining > 0 and rule.matches(method, path):
-                    rule.remaining -= 1
-                    return rule.error
-            self._requests = [r for r in self._requests if r.remaining > 0]
-            return None
+            return self._take(method, path, after_apply=False)
+
+    def check_response(self, method: str, path: str) -> ComputeError | None:
+        """The error to answer after serving this request (a lost response), if any."""
+        with self._lock:
+            return self._take(method, path, after_apply=True)
+
+    def _take(self, method: str, path: str, *, after_apply: bool) -> ComputeError | None:
+        for rule in self._requests:
+            if (
+                rule.remaining > 0
+                and rule.after_apply == after_apply
+                and rule.matches(method, path)
+            ):
+                rule.remaining -= 1
+                return rule.error
+        self._requests = [r for r in self._requests if r.remaining > 0]
+        return None
 
     def take_operation_failure(self, operation_type: str) -> ComputeError | None:
         with self._lock:
