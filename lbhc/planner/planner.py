@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from lbhc.model.cloud import (
     CloudSnapshot,
     firewall_to_json,
@@ -50,7 +54,27 @@ def shared_name(cluster: ClusterSnapshot, config: PlannerConfig) -> tuple[str, s
     return cluster_id, name
 
 
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """plan() allocates thousands of small acyclic objects, which would trigger full
+    collections that walk the whole (large, long-lived) snapshot heap: at 10,000 Services
+    that doubled planning time. Reference counting frees all of it; the cyclic collector has
+    nothing to find here."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig) -> Plan:
+    with _no_cyclic_gc():
+        return _plan(cluster, cloud, config)
+
+
+def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig) -> Plan:
     cluster_id, name = shared_name(cluster, config)
     check_url = http_health_check_url(config.project, name)
     warnings: list[str] = []
