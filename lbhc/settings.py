@@ -170,8 +170,9 @@ class Settings(BaseSettings):
             kube_proxy_selector=selector,
         )
 
-    def gce_client_config(self, *, read_only: bool) -> GceClientConfig:
+    def gce_client_config(self, *, read_only: bool, client_id: str = "") -> GceClientConfig:
         return GceClientConfig(
+            client_id=client_id,
             project=self.project,
             region=self.region,
             endpoint=self.gce_endpoint,

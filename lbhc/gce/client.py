@@ -23,7 +23,15 @@ from google.api_core import exceptions as core
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from lbhc.gce import convert
-from lbhc.gce.errors import ReadOnlyViolation, describe, is_not_found, is_retryable, operation_error
+from lbhc.gce.errors import (
+    NotLeader,
+    ReadOnlyViolation,
+    describe,
+    is_not_found,
+    is_retryable,
+    operation_error,
+    result_label,
+)
 from lbhc.gce.ratelimit import TokenBucket
 from lbhc.model.cloud import (
     CloudSnapshot,
@@ -71,11 +79,23 @@ def make_credentials(endpoint: str) -> Any:
 
 
 class GceClient:
-    def __init__(self, config: GceClientConfig, credentials: Any | None = None) -> None:
+    def __init__(
+        self,
+        config: GceClientConfig,
+        credentials: Any | None = None,
+        *,
+        write_guard: Callable[[], bool] | None = None,
+        observer: Callable[[str, str], None] | None = None,
+    ) -> None:
+        """`write_guard` is asked before every mutation attempt (leader election: a replica
+        that may no longer write must not, even mid-retry); `observer(call, result)` sees
+        every attempt's outcome (metrics)."""
         from google.auth.transport.requests import AuthorizedSession
         from google.cloud import compute_v1
 
         self.config = config
+        self._write_guard = write_guard
+        self._observe = observer or (lambda call, result: None)
         creds = credentials if credentials is not None else make_credentials(config.endpoint)
         options = {"api_endpoint": config.endpoint}
         self._compute = compute_v1
@@ -101,8 +121,16 @@ class GceClient:
         bucket = self._mutation_bucket if mutating else self._read_bucket
 
         def attempt() -> T:
+            if mutating and self._write_guard is not None and not self._write_guard():
+                raise NotLeader(f"{what}: this replica may not write to GCE (not the leader)")
             bucket.acquire()
-            return fn()
+            try:
+                result = fn()
+            except Exception as exc:
+                self._observe(what, result_label(exc))
+                raise
+            self._observe(what, "ok")
+            return result
 
         retrying = Retrying(
             stop=stop_after_attempt(self.config.max_attempts),

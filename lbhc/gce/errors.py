@@ -25,6 +25,16 @@ class ReadOnlyViolation(RuntimeError):
     """A mutation was attempted through a client opened for planning."""
 
 
+class NotLeader(RuntimeError):
+    """A mutation was attempted by a replica that does not (or no longer) hold the lease."""
+
+
+def result_label(exc: BaseException) -> str:
+    """A low-cardinality label for metrics: the HTTP status, or the exception's class."""
+    status = status_of(exc)
+    return str(status) if status else type(exc).__name__
+
+
 def reasons_of(exc: BaseException) -> tuple[str, ...]:
     """Classic Compute error bodies carry the reason in errors[], not in exc.reason."""
     if isinstance(exc, GceOperationError):

@@ -1,4 +1,4 @@
-"""KubeReader: the one module that talks to the Kubernetes API.
+"""KubeApi: the one module that talks to the Kubernetes API; KubeReader reads through it.
 
 Lists are requested raw (`_preload_content=False`) and decoded straight into lbhc's
 projections: the client's own models cost ~10x the memory and 4x the time (reference.md 5).
@@ -7,18 +7,29 @@ Every request has a client-side timeout so a half-open connection cannot hang a 
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from lbhc.kube.decode import NodeList, PodList, ServiceList, describe_validation_error
+from lbhc.kube.decode import (
+    ListMeta,
+    NodeList,
+    ObjectList,
+    PodList,
+    ServiceList,
+    describe_validation_error,
+)
 from lbhc.model.cluster import ClusterSnapshot, Namespace
 
 log = logging.getLogger(__name__)
-L = TypeVar("L", NodeList, ServiceList, PodList)
+L = TypeVar("L", bound=ObjectList)
 PAGE_SIZE = 500
 EXPIRED = 410
 
@@ -34,6 +45,9 @@ class KubeConfig:
     host: str | None = None  # a plain URL instead of a kubeconfig (tests, the sandbox)
     connect_timeout_sec: float = 5.0
     read_timeout_sec: float = 30.0
+    # Longer than the server's bookmark interval (about a minute), or quiet watches would
+    # time out; short enough that a half-open connection is noticed.
+    watch_read_timeout_sec: float = 90.0
 
 
 def make_api_client(config: KubeConfig) -> Any:
@@ -57,7 +71,147 @@ def make_api_client(config: KubeConfig) -> Any:
     return client.ApiClient(configuration)
 
 
+class Resource(StrEnum):
+    """What lbhc lists and watches; the value names it in logs, gaps and metrics."""
+
+    NODES = "nodes"
+    SERVICES = "services"
+    KUBE_PROXY_PODS = "kube-proxy pods"
+
+
+class WatchStream:
+    """The lines of one watch response. close() from any thread ends the iteration, so a
+    shutdown does not wait for the server's timeout."""
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        buffer = b""
+        try:
+            for chunk in self._response.stream(amt=65536, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield line
+            if buffer.strip():
+                yield buffer
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._response.shutdown()  # unblocks a read in progress in another thread
+        with contextlib.suppress(Exception):
+            self._response.release_conn()
+
+
+class KubeApi:
+    """Every call lbhc makes to the Kubernetes API, raw in and raw out: callers decode into
+    projections. Bodies for Leases and Events are plain dicts so timestamps are sent exactly
+    as formatted (the client's datetime serialisation can break MicroTime, kubernetes#89156)."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        config: KubeConfig,
+        kube_proxy_namespace: str = "kube-system",
+        kube_proxy_selector: str = "k8s-app=kube-proxy",
+    ) -> None:
+        from kubernetes import client
+
+        self._core = client.CoreV1Api(api_client)
+        self._coordination = client.CoordinationV1Api(api_client)
+        self._events = client.EventsV1Api(api_client)
+        self._timeout = (config.connect_timeout_sec, config.read_timeout_sec)
+        self._watch_read_timeout = config.watch_read_timeout_sec
+        self._namespace = kube_proxy_namespace
+        self._selector = kube_proxy_selector
+
+    def _lister(self, resource: Resource) -> Callable[..., Any]:
+        if resource is Resource.NODES:
+            return self._core.list_node
+        if resource is Resource.SERVICES:
+            return self._core.list_service_for_all_namespaces
+        return functools.partial(
+            self._core.list_namespaced_pod, self._namespace, label_selector=self._selector
+        )
+
+    def list_page(self, resource: Resource, continue_token: str = "") -> bytes:
+        response = self._lister(resource)(
+            limit=PAGE_SIZE,
+            _continue=continue_token or None,
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+        return _data(response)
+
+    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> WatchStream:
+        """A watch from `resource_version` with bookmarks. The read timeout bounds how long a
+        silent (half-open) connection can hold it; the server ends it after timeout_seconds."""
+        response = self._lister(resource)(
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _preload_content=False,
+            _request_timeout=(self._timeout[0], self._watch_read_timeout),
+        )
+        return WatchStream(response)
+
+    def read_namespace(self, name: str) -> bytes:
+        return _data(
+            self._core.read_namespace(name, _preload_content=False, _request_timeout=self._timeout)
+        )
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            response = self._coordination.read_namespaced_lease(
+                name, namespace, _preload_content=False, _request_timeout=self._timeout
+            )
+        except Exception as exc:
+            if status_of(exc) == 404:
+                return None
+            raise
+        body: dict[str, Any] = json.loads(_data(response))
+        return body
+
+    def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self._coordination.create_namespaced_lease(
+            namespace,
+            body,  # type: ignore[arg-type]  # a raw dict on purpose: see the class docstring
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+        created: dict[str, Any] = json.loads(_data(response))
+        return created
+
+    def replace_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A stale metadata.resourceVersion gets 409: someone else wrote the Lease first."""
+        response = self._coordination.replace_namespaced_lease(
+            name,
+            namespace,
+            body,  # type: ignore[arg-type]  # a raw dict on purpose
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+        replaced: dict[str, Any] = json.loads(_data(response))
+        return replaced
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> None:
+        self._events.create_namespaced_event(
+            namespace,
+            body,  # type: ignore[arg-type]  # a raw dict on purpose
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+
+
 class KubeReader:
+    """A one-shot read of everything the planner needs (plan/apply); the controller keeps
+    the same data current with watches instead."""
+
     def __init__(
         self,
         api_client: Any,
@@ -66,98 +220,81 @@ class KubeReader:
         kube_proxy_selector: str = "k8s-app=kube-proxy",
         read_cluster_uid: bool = True,
     ) -> None:
-        from kubernetes import client
-
-        self._core = client.CoreV1Api(api_client)
-        self._timeout = (config.connect_timeout_sec, config.read_timeout_sec)
-        self._namespace = kube_proxy_namespace
-        self._selector = kube_proxy_selector
+        self._api = KubeApi(api_client, config, kube_proxy_namespace, kube_proxy_selector)
         self._read_cluster_uid = read_cluster_uid
 
     def read_snapshot(self) -> ClusterSnapshot:
-        """Everything the planner needs. A list that fails becomes a gap, so the planner
-        withholds removals instead of acting on half a cluster."""
+        """A list that fails becomes a gap, so the planner withholds removals instead of
+        acting on half a cluster."""
         gaps: list[str] = []
-        nodes = self._list("nodes", NodeList, lambda **kw: self._core.list_node(**kw), gaps)
-        services = self._list(
-            "services",
-            ServiceList,
-            lambda **kw: self._core.list_service_for_all_namespaces(**kw),
-            gaps,
-        )
-        pods = self._list(
-            "kube-proxy pods",
-            PodList,
-            lambda **kw: self._core.list_namespaced_pod(
-                self._namespace, label_selector=self._selector, **kw
-            ),
-            gaps,
-        )
+        nodes = self._list(Resource.NODES, NodeList, gaps)
+        services = self._list(Resource.SERVICES, ServiceList, gaps)
+        pods = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps)
         return ClusterSnapshot(
             nodes=nodes.items if nodes else (),
             services=services.items if services else (),
             kube_proxy_pods=pods.items if pods else (),
-            kube_system_uid=self._kube_system_uid(),
+            kube_system_uid=read_kube_system_uid(self._api) if self._read_cluster_uid else None,
             gaps=tuple(gaps),
             versions_complete=nodes is not None and pods is not None,
         )
 
-    def _kube_system_uid(self) -> str | None:
-        """Only needed to derive the cluster id. Failing to read it is not a gap (a gap would
-        withhold removals for ever) but an error: names cannot be known without it."""
-        if not self._read_cluster_uid:
-            return None
+    def _list(self, resource: Resource, model: type[L], gaps: list[str]) -> L | None:
         try:
-            response = self._core.read_namespace(
-                "kube-system", _preload_content=False, _request_timeout=self._timeout
-            )
-            data: bytes = response.data  # type: ignore[attr-defined]  # raw with _preload_content=False
-            return Namespace.model_validate_json(data).metadata.uid or None
+            return list_all(self._api, resource, model)
         except Exception as exc:
-            raise KubeReadError(
-                f"cannot read namespace kube-system to derive the cluster id ({_describe(exc)}): "
-                "allow `get` on namespaces, or set --cluster-id"
-            ) from exc
-
-    def _list(
-        self, what: str, model: type[L], call: Callable[..., Any], gaps: list[str]
-    ) -> L | None:
-        """All pages, or None with a gap. An expired continue token (410) restarts the list
-        once from the beginning, as a fresh consistent read."""
-        for attempt in range(2):
-            items: list[Any] = []
-            token = ""
-            try:
-                while True:
-                    response = call(
-                        limit=PAGE_SIZE,
-                        _continue=token or None,
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    )
-                    page = model.model_validate_json(response.data)
-                    items.extend(page.items)
-                    token = page.metadata.continue_token
-                    if not token:
-                        return model(items=tuple(items))
-            except Exception as exc:
-                if _status(exc) == EXPIRED and attempt == 0:
-                    log.info("%s list expired mid-way; restarting it", what)
-                    continue
-                gaps.append(f"{what} could not be listed: {_describe(exc)}")
-                return None
-        return None
+            gaps.append(f"{resource} could not be listed: {describe(exc)}")
+            return None
 
 
-def _status(exc: BaseException) -> int:
+def list_all(api: KubeApi, resource: Resource, model: type[L]) -> L:
+    """All pages as one list. An expired continue token (410) restarts the list once from
+    the beginning, as a fresh consistent read; any other failure raises."""
+    for attempt in range(2):
+        items: list[Any] = []
+        token = ""
+        try:
+            while True:
+                page = model.model_validate_json(api.list_page(resource, token))
+                items.extend(page.items)
+                token = page.metadata.continue_token
+                if not token:
+                    meta = ListMeta(resourceVersion=page.metadata.resource_version)
+                    return model(items=tuple(items), metadata=meta)
+        except Exception as exc:
+            if status_of(exc) == EXPIRED and attempt == 0:
+                log.info("%s list expired mid-way; restarting it", resource)
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
+def read_kube_system_uid(api: KubeApi) -> str | None:
+    """Only needed to derive the cluster id. Failing to read it is not a gap (a gap would
+    withhold removals for ever) but an error: names cannot be known without it."""
+    try:
+        return Namespace.model_validate_json(api.read_namespace("kube-system")).metadata.uid or None
+    except Exception as exc:
+        raise KubeReadError(
+            f"cannot read namespace kube-system to derive the cluster id ({describe(exc)}): "
+            "allow `get` on namespaces, or set --cluster-id"
+        ) from exc
+
+
+def _data(response: Any) -> bytes:
+    data: bytes = response.data  # raw bytes with _preload_content=False
+    return data
+
+
+def status_of(exc: BaseException) -> int:
     return int(getattr(exc, "status", 0) or 0)
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     """Status and reason only: response headers or bodies could echo credentials."""
     if isinstance(exc, ValidationError):
         return f"unexpected response: {describe_validation_error(exc)}"
-    status = _status(exc)
+    status = status_of(exc)
     if status:
         return f"HTTP {status} {getattr(exc, 'reason', '')}".strip()
     return type(exc).__name__

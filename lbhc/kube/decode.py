@@ -15,21 +15,21 @@ class ListMeta(BaseModel):
     resource_version: str = Field(default="", alias="resourceVersion")
 
 
-class NodeList(BaseModel):
+class ObjectList(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
     metadata: ListMeta = Field(default_factory=ListMeta)
+    items: tuple[Any, ...] = ()
+
+
+class NodeList(ObjectList):
     items: tuple[Node, ...] = ()
 
 
-class ServiceList(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-    metadata: ListMeta = Field(default_factory=ListMeta)
+class ServiceList(ObjectList):
     items: tuple[Service, ...] = ()
 
 
-class PodList(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-    metadata: ListMeta = Field(default_factory=ListMeta)
+class PodList(ObjectList):
     items: tuple[Pod, ...] = ()
 
 

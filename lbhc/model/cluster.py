@@ -25,6 +25,22 @@ class ObjectMeta(_Projection):
     deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
     resource_version: str = Field(default="", alias="resourceVersion")
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when what lbhc reads is equal: resourceVersion changes with every write
+        (heartbeats included) and must not make an unchanged object look changed."""
+        if not isinstance(other, ObjectMeta):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.namespace == other.namespace
+            and self.uid == other.uid
+            and self.labels == other.labels
+            and self.annotations == other.annotations
+            and self.deletion_timestamp == other.deletion_timestamp
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking dict fields: not hashable
+
 
 class Taint(_Projection):
     key: str

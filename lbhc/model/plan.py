@@ -47,6 +47,7 @@ class Change:
     desired: HttpHealthCheck | Firewall | None = None
     health_check_url: str = ""
     replaces: str = ""
+    service: str = ""  # ns/name of the Service owning a target pool (for Events)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -110,7 +110,7 @@ def plan_pool_changes(
         if has_ours:
             reason = withdraw_reason or claim.eligible_reason
             if reason is not None:
-                changes.append(_detach(pool, health_check_url, reason))
+                changes.append(_detach(pool, health_check_url, reason, claim.service.key))
         elif wanted and withdraw_reason is None and attach_allowed:
             changes.extend(_attach(pool, claim, health_check_url, config, warnings))
     return changes
@@ -135,6 +135,7 @@ def _attach(
                 reason,
                 diff,
                 health_check_url=health_check_url,
+                service=service,
             )
         ]
     foreign = pool.health_checks[0]
@@ -149,6 +150,7 @@ def _attach(
                 diff,
                 health_check_url=health_check_url,
                 replaces=foreign,
+                service=service,
             )
         ]
     warnings.append(
@@ -158,11 +160,17 @@ def _attach(
     return []
 
 
-def _detach(pool: TargetPool, health_check_url: str, reason: str) -> Change:
+def _detach(pool: TargetPool, health_check_url: str, reason: str, service: str) -> Change:
     remaining = [
         url for url in pool.health_checks if resource_path(url) != resource_path(health_check_url)
     ]
     diff = {"healthChecks": FieldChange(list(pool.health_checks), remaining)}
     return Change(
-        Action.DETACH, Kind.TARGET_POOL, pool.name, reason, diff, health_check_url=health_check_url
+        Action.DETACH,
+        Kind.TARGET_POOL,
+        pool.name,
+        reason,
+        diff,
+        health_check_url=health_check_url,
+        service=service,
     )

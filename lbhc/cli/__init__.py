@@ -1,0 +1,34 @@
+"""The command line: `lbhc plan`, `lbhc apply` (one pass) and `lbhc run` (the controller)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from lbhc.cli.parser import EXIT_ERROR, build_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from lbhc import logs
+
+    default_level = "INFO" if args.command == "run" else "WARNING"
+    logs.configure(args.log_level or default_level, args.log_format)
+    try:
+        if args.command == "run":
+            from lbhc.cli.run import run
+
+            return run(args)
+        from lbhc.cli.oneshot import plan_or_apply
+
+        return plan_or_apply(args)
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+    except Exception as exc:  # one clear line, never a traceback, for expected failures
+        from lbhc.errors import user_message
+
+        message = user_message(exc)
+        if message is None:
+            raise
+        print(f"lbhc: error: {message}", file=sys.stderr)
+        return EXIT_ERROR

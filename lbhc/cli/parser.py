@@ -1,0 +1,122 @@
+"""Flags. The controller's follow the Kubernetes components' conventions (durations like
+`30s`, booleans that accept `--flag=false`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from lbhc.durations import parse_bool, parse_duration
+
+EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 1: argparse's 2 would read as "changes" under --detailed-exitcode."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"lbhc: error: {message}\n")
+
+
+def _bool_flag(group: argparse._ArgumentGroup, name: str, default: bool, help_: str) -> None:
+    group.add_argument(
+        name,
+        nargs="?",
+        const=True,
+        default=default,
+        type=parse_bool,
+        metavar="BOOL",
+        help=f"{help_} (default {str(default).lower()})",
+    )
+
+
+def _settings_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="YAML settings file")
+    gce = parser.add_argument_group("GCE (also LBHC_* env vars or --config)")
+    gce.add_argument("--project")
+    gce.add_argument("--region")
+    gce.add_argument("--network")
+    gce.add_argument("--node-tags", help="comma-separated network tags of the nodes")
+    gce.add_argument("--cluster-id", help="default: a hash of the kube-system namespace UID")
+    gce.add_argument(
+        "--gce-endpoint", help="Compute API endpoint; plain http:// uses no credentials"
+    )
+    kube = parser.add_argument_group("Kubernetes")
+    kube.add_argument("--kubeconfig", help="default: in-cluster config, else ~/.kube/config")
+    kube.add_argument("--context")
+    parser.add_argument("--log-level", default=None, choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lbhc",
+        description=(
+            "Keep one shared kube-proxy /healthz health check and its firewall on every "
+            "externalTrafficPolicy=Cluster target pool."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    oneshot = _Parser(add_help=False)
+    _settings_flags(oneshot)
+    oneshot.add_argument(
+        "--cluster-snapshot",
+        type=Path,
+        help="plan from `kubectl get nodes,services,pods,namespaces -A -o json`",
+    )
+    oneshot.add_argument("--output", choices=("text", "json"), default="text")
+    oneshot.set_defaults(log_format="text")
+    plan = sub.add_parser("plan", parents=[oneshot], help="show what would change; changes nothing")
+    plan.add_argument(
+        "--detailed-exitcode",
+        action="store_true",
+        help="exit 0 for no changes, 2 for changes, 1 for errors",
+    )
+    sub.add_parser("apply", parents=[oneshot], help="compute the plan and carry it out")
+
+    run = sub.add_parser("run", help="the controller: keep everything converged")
+    _settings_flags(run)
+    loop = run.add_argument_group("controller")
+    _bool_flag(loop, "--dry-run", False, "log and export the plans, make no GCE change")
+    loop.add_argument(
+        "--resync-period",
+        type=parse_duration,
+        default=parse_duration("5m"),
+        metavar="DURATION",
+        help="re-read GCE and repair drift this often (5m)",
+    )
+    loop.add_argument(
+        "--http-address",
+        default="0.0.0.0:10258",
+        help="/healthz, /readyz, /metrics, /plan (port 0 picks one)",
+    )
+    loop.add_argument("--log-format", choices=("json", "text"), default="json")
+    election = run.add_argument_group("leader election")
+    _bool_flag(election, "--leader-elect", True, "elect one writer among replicas")
+    election.add_argument(
+        "--leader-elect-lease-duration",
+        type=parse_duration,
+        default=parse_duration("15s"),
+        metavar="DURATION",
+    )
+    election.add_argument(
+        "--leader-elect-renew-deadline",
+        type=parse_duration,
+        default=parse_duration("10s"),
+        metavar="DURATION",
+    )
+    election.add_argument(
+        "--leader-elect-retry-period",
+        type=parse_duration,
+        default=parse_duration("2s"),
+        metavar="DURATION",
+    )
+    election.add_argument(
+        "--leader-elect-resource-namespace", default=os.environ.get("POD_NAMESPACE", "lbhc-system")
+    )
+    election.add_argument("--leader-elect-resource-name", default="lbhc")
+    return parser

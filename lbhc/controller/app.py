@@ -1,0 +1,193 @@
+"""Wiring for `lbhc run`: the caches, elector, recorder, HTTP server and loop, started and
+stopped together. Usable from a thread, so tests can run several replicas in one process."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+from dataclasses import dataclass
+
+from lbhc.controller.backoff import Backoff
+from lbhc.controller.cache import ClusterCache
+from lbhc.controller.controller import Controller, ControllerOptions
+from lbhc.controller.events import EventRecorder, ObjectRef
+from lbhc.controller.http import health_server
+from lbhc.controller.leader import LeaseConfig, LeaseElector
+from lbhc.controller.metrics import Metrics
+from lbhc.controller.reflector import Reflector
+from lbhc.controller.trigger import Trigger
+from lbhc.gce.client import GceClient
+from lbhc.kube.client import (
+    KubeApi,
+    KubeConfig,
+    Resource,
+    describe,
+    make_api_client,
+    read_kube_system_uid,
+)
+from lbhc.sandbox.loopback import LoopbackServer
+from lbhc.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def default_identity() -> str:
+    """POD_NAME in a cluster (the Deployment sets it); else hostname plus a random suffix, so
+    two processes on one host never share an identity."""
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    dry_run: bool = False
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    lease_namespace: str = "lbhc-system"
+    lease_name: str = "lbhc"
+    resync_period: float = 300.0
+    http_address: str = "0.0.0.0:10258"
+    identity: str = ""
+    kube_host: str | None = None  # a plain URL instead of kubeconfig (tests, the sandbox)
+    watch_timeout_sec: int = 300
+
+
+class ControllerApp:
+    def __init__(self, settings: Settings, options: RunOptions) -> None:
+        self.settings = settings
+        self.options = options
+        self.identity = options.identity or default_identity()
+        self.metrics = Metrics()
+        self.stop_event = threading.Event()
+        kube_config = KubeConfig(
+            kubeconfig=settings.kubeconfig, context=settings.context, host=options.kube_host
+        )
+        self.api = KubeApi(
+            make_api_client(kube_config),
+            kube_config,
+            settings.kube_proxy_namespace,
+            settings.kube_proxy_selector,
+        )
+        self.trigger = Trigger()
+        self.elector: LeaseElector | None = None
+        if options.leader_elect and not options.dry_run:
+            self.elector = LeaseElector(
+                self.api,
+                LeaseConfig(
+                    options.lease_namespace,
+                    options.lease_name,
+                    self.identity,
+                    options.lease_duration,
+                    options.renew_deadline,
+                    options.retry_period,
+                ),
+                on_change=self._leadership_changed,
+            )
+        self.gce = GceClient(
+            settings.gce_client_config(read_only=options.dry_run, client_id=self.identity),
+            write_guard=self.elector.may_write if self.elector else None,
+            observer=self.metrics.observe_gce_call,
+        )
+        self.recorder = EventRecorder(
+            self.api,
+            self.identity,
+            on_dropped=lambda reason: self.metrics.events_dropped.labels(reason).inc(),
+        )
+        self.cache: ClusterCache | None = None
+        self.controller: Controller | None = None
+        self.reflectors: list[Reflector] = []
+        self.http: LoopbackServer | None = None
+
+    def _leadership_changed(self, leader: bool) -> None:
+        self.metrics.leader.set(1 if leader else 0)
+        if leader:
+            self.trigger.fire("became leader")
+
+    def ready(self) -> tuple[bool, str]:
+        if self.cache is None or not self.cache.synced():
+            return False, "caches not synced"
+        if self.controller is not None and self.controller.gce_ok is False:
+            return False, "GCE not reachable"
+        return True, "ok"
+
+    def run(self) -> None:
+        """Blocks until stop(). Order matters on the way out: stop writing first."""
+        self.http = health_server(self.options.http_address, self.metrics, self.ready).start()
+        log.info("serving /healthz, /readyz and /metrics on %s", self.http.url)
+        try:
+            uid = None if self.settings.cluster_id else self._kube_system_uid()
+            if self.stop_event.is_set():
+                return
+            self.cache = ClusterCache(uid)
+            self.controller = Controller(
+                self.settings.planner_config(),
+                self.cache,
+                self.gce,
+                self.trigger,
+                self.metrics,
+                self.recorder,
+                ObjectRef(
+                    "Lease",
+                    self.options.lease_name,
+                    self.options.lease_namespace,
+                    "coordination.k8s.io/v1",
+                ),
+                ControllerOptions(
+                    dry_run=self.options.dry_run,
+                    resync_period=self.options.resync_period,
+                    max_concurrency=self.settings.max_concurrent_pool_calls,
+                ),
+                may_write=self.elector.may_write if self.elector else lambda: True,
+            )
+            self.reflectors = [
+                Reflector(
+                    self.api,
+                    resource,
+                    self.cache,
+                    self.trigger.fire,
+                    watch_timeout_sec=self.options.watch_timeout_sec,
+                    on_restart=self._watch_restarted,
+                )
+                for resource in Resource
+            ]
+            self.recorder.start()
+            for reflector in self.reflectors:
+                reflector.start()
+            if self.elector is not None:
+                self.elector.start()
+            else:
+                self.metrics.leader.set(0 if self.options.dry_run else 1)
+            self.controller.run(self.stop_event)
+        finally:
+            self._shutdown()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.trigger.fire("shutdown")
+
+    def _watch_restarted(self, resource: Resource, why: str) -> None:
+        self.metrics.watch_restarts.labels(resource.value).inc()
+        self.trigger.fire(f"{resource} {why}")
+
+    def _kube_system_uid(self) -> str | None:
+        backoff = Backoff(initial=1.0, maximum=30.0)
+        while not self.stop_event.is_set():
+            try:
+                return read_kube_system_uid(self.api)
+            except Exception as exc:
+                log.warning("%s; retrying", describe(exc) if not str(exc) else exc)
+                self.stop_event.wait(backoff.next())
+        return None
+
+    def _shutdown(self) -> None:
+        if self.elector is not None:
+            self.elector.stop(release=True)
+        for reflector in self.reflectors:
+            reflector.stop()
+        self.recorder.stop()
+        if self.http is not None:
+            self.http.stop()

@@ -1,0 +1,97 @@
+"""The watch cache: the latest projection of every watched object, and how much of the
+cluster it can vouch for. Its snapshot is what the planner sees."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lbhc.kube.client import Resource
+from lbhc.model.cluster import ClusterSnapshot, Node, Pod, Service
+
+Obj = Node | Service | Pod
+
+
+def object_key(obj: Obj) -> str:
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+@dataclass
+class _Store:
+    objects: dict[str, Obj] = field(default_factory=dict)
+    synced: bool = False  # a full list has been applied at least once
+    problem: str = ""  # why the store cannot vouch for being current ("" when it can)
+
+
+class ClusterCache:
+    """Thread-safe. A store is *fresh* when it has synced and its watch is connected and no
+    relist is under way; anything else is a gap, and gaps withhold every removal."""
+
+    def __init__(self, kube_system_uid: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self._stores = {resource: _Store() for resource in Resource}
+        self._kube_system_uid = kube_system_uid
+
+    def replace(self, resource: Resource, objects: Iterable[Obj]) -> bool:
+        """A full list: the store becomes exactly these objects. True if anything changed."""
+        fresh = {object_key(o): o for o in objects}
+        with self._lock:
+            store = self._stores[resource]
+            changed = not store.synced or fresh != store.objects
+            store.objects = fresh
+            store.synced = True
+            store.problem = ""
+            return changed
+
+    def apply(self, resource: Resource, event_type: str, obj: Obj) -> bool:
+        """One watch event. True only if something lbhc reads changed (a Node heartbeat,
+        which bumps only resourceVersion and conditions, is not a change)."""
+        key = object_key(obj)
+        with self._lock:
+            objects = self._stores[resource].objects
+            if event_type == "DELETED":
+                return objects.pop(key, None) is not None
+            previous = objects.get(key)
+            objects[key] = obj
+            return previous is None or previous != obj
+
+    def mark_problem(self, resource: Resource, problem: str) -> None:
+        with self._lock:
+            self._stores[resource].problem = problem
+
+    def mark_connected(self, resource: Resource) -> None:
+        with self._lock:
+            store = self._stores[resource]
+            if store.synced:
+                store.problem = ""
+
+    def has_problem(self, resource: Resource) -> bool:
+        with self._lock:
+            return bool(self._stores[resource].problem)
+
+    def synced(self) -> bool:
+        with self._lock:
+            return all(store.synced for store in self._stores.values())
+
+    def sizes(self) -> dict[str, int]:
+        with self._lock:
+            return {resource.value: len(s.objects) for resource, s in self._stores.items()}
+
+    def snapshot(self) -> ClusterSnapshot:
+        with self._lock:
+            gaps = tuple(
+                f"{resource} {store.problem or 'not synced yet'}"
+                for resource, store in self._stores.items()
+                if not store.synced or store.problem
+            )
+            fresh = {r: s.synced and not s.problem for r, s in self._stores.items()}
+            return ClusterSnapshot(
+                nodes=tuple(self._stores[Resource.NODES].objects.values()),  # type: ignore[arg-type]
+                services=tuple(self._stores[Resource.SERVICES].objects.values()),  # type: ignore[arg-type]
+                kube_proxy_pods=tuple(self._stores[Resource.KUBE_PROXY_PODS].objects.values()),  # type: ignore[arg-type]
+                kube_system_uid=self._kube_system_uid,
+                gaps=gaps,
+                versions_complete=fresh[Resource.NODES] and fresh[Resource.KUBE_PROXY_PODS],
+            )

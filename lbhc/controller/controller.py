@@ -1,0 +1,235 @@
+"""One reconcile pass (the same read-plan-execute as `lbhc apply`, over the watch cache)
+and the loop that runs it on events, on a resync period, and again with backoff on failure."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lbhc.controller.backoff import Backoff
+from lbhc.controller.cache import ClusterCache
+from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
+from lbhc.controller.metrics import Metrics
+from lbhc.controller.trigger import Trigger
+from lbhc.executor import ApplyResult, Executor, Status
+from lbhc.gce.client import GceClient
+from lbhc.gce.errors import describe
+from lbhc.model.cloud import http_health_check_url
+from lbhc.model.plan import Action, Kind, Plan
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.planner import plan as make_plan
+from lbhc.planner.planner import shared_name
+from lbhc.planner.pools import carries
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    dry_run: bool = False
+    resync_period: float = 300.0
+    max_concurrency: int = 8
+    coalesce_sec: float = 0.05
+
+
+class Controller:
+    def __init__(
+        self,
+        config: PlannerConfig,
+        cache: ClusterCache,
+        gce: GceClient,
+        trigger: Trigger,
+        metrics: Metrics,
+        recorder: EventRecorder | None,
+        controller_ref: ObjectRef,
+        options: ControllerOptions,
+        may_write: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._config = config
+        self._cache = cache
+        self._gce = gce
+        self._trigger = trigger
+        self._metrics = metrics
+        self._recorder = recorder
+        self._controller_ref = controller_ref
+        self._options = options
+        self._may_write = may_write
+        self._backoff = Backoff(initial=1.0, maximum=60.0)
+        self.last_plan: Plan | None = None
+        self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
+        self._in_fallback = False
+        self.passes = 0
+
+    # ---- the loop -----------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        next_resync = time.monotonic()
+        while not stop.is_set():
+            timeout = max(0.0, next_resync - time.monotonic())
+            reasons = self._trigger.wait(min(timeout, 1.0), self._options.coalesce_sec)
+            if stop.is_set():
+                return
+            if not reasons and time.monotonic() < next_resync:
+                continue
+            if not reasons:
+                reasons = ["periodic resync"]
+            next_resync = time.monotonic() + self._options.resync_period
+            self.reconcile_guarded(reasons)
+
+    def reconcile_guarded(self, reasons: list[str]) -> None:
+        """A pass that fails is retried with backoff; the error never ends the loop."""
+        try:
+            self.reconcile(reasons)
+            self._backoff.reset()
+        except Exception as exc:
+            delay = self._backoff.next()
+            log.warning("reconcile failed (%s); retrying in %.1f s", describe(exc), delay)
+            self._metrics.reconciles.labels("error").inc()
+            self._trigger.delay_until(time.monotonic() + delay)
+            self._trigger.fire("retry after failure")
+
+    def reconcile(self, reasons: list[str]) -> Plan | None:
+        if not self._options.dry_run and not self._may_write():
+            log.debug("not the leader; skipping pass (%s)", reasons[0])
+            return None
+        started = time.monotonic()
+        cluster = self._cache.snapshot()
+        _, name = shared_name(cluster, self._config)
+        try:
+            cloud = self._gce.read_snapshot(name)
+        except Exception:
+            self.gce_ok = False
+            raise
+        self.gce_ok = True
+        the_plan = make_plan(cluster, cloud, self._config)
+        self.last_plan = the_plan
+        self.passes += 1
+        self._metrics.withheld.set(len(the_plan.withheld))
+        for resource, size in self._cache.sizes().items():
+            self._metrics.cache_objects.labels(resource).set(size)
+        self._observe_fallback(the_plan)
+        for warning in the_plan.warnings:  # the recorder rate-limits repeats
+            if warning.startswith("conflict"):
+                self._event(self._controller_ref, "Conflict", "Skip", warning, "Warning")
+        if self._options.dry_run:
+            if the_plan.changes:
+                log.info("dry run: would apply %s", json.dumps(the_plan.to_json()["summary"]))
+                for change in the_plan.changes:
+                    log.info(
+                        "dry run: %s %s %s: %s",
+                        change.action,
+                        change.kind,
+                        change.name,
+                        change.reason,
+                    )
+            result = None
+        else:
+            result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
+            self._report(result)
+        attached = sum(
+            1
+            for p in cloud.target_pools
+            if carries(p, http_health_check_url(self._config.project, name))
+        )
+        if result is not None:
+            attached += sum(
+                1
+                for o in result.outcomes
+                if o.status is Status.DONE and o.change.action is Action.ATTACH
+            )
+            attached -= sum(
+                1
+                for o in result.outcomes
+                if o.status is Status.DONE and o.change.action is Action.DETACH
+            )
+        self._metrics.pools.labels("attached").set(attached)
+        self._metrics.pools.labels("conflicting").set(
+            sum(1 for w in the_plan.warnings if "does not own" in w or "conflict" in w)
+        )
+        failed = result is not None and not result.ok
+        self._metrics.reconciles.labels("partial" if failed else "ok").inc()
+        self._metrics.reconcile_duration.observe(time.monotonic() - started)
+        log.info(
+            "reconciled (%s): %d change(s)%s",
+            "; ".join(reasons[:3]),
+            len(the_plan.changes),
+            ", some failed" if failed else "",
+        )
+        if failed:
+            raise RuntimeError("some changes failed; see the log above")
+        return the_plan
+
+    # ---- what the pass tells the cluster ------------------------------------------------
+    def _observe_fallback(self, the_plan: Plan) -> None:
+        active = the_plan.fallback is not None
+        self._metrics.fallback.set(1 if active else 0)
+        if active == self._in_fallback:
+            return
+        self._in_fallback = active
+        if the_plan.fallback is not None:
+            self._event(
+                self._controller_ref,
+                "FallbackEntered",
+                "Fallback",
+                the_plan.fallback.reason,
+                "Warning",
+            )
+            for node in the_plan.fallback.nodes:
+                self._event(
+                    ObjectRef("Node", node.node),
+                    "KubeProxyTooOld",
+                    "Fallback",
+                    f"kube-proxy {node.version} (from {node.source}) cannot serve "
+                    "/healthz: the shared health check is withdrawn cluster-wide",
+                    "Warning",
+                )
+        else:
+            self._event(
+                self._controller_ref,
+                "FallbackLeft",
+                "Fallback",
+                "every node's kube-proxy serves /healthz again",
+            )
+
+    def _report(self, result: ApplyResult) -> None:
+        for outcome in result.outcomes:
+            change = outcome.change
+            if change.kind is Kind.TARGET_POOL:
+                self._metrics.pool_changes.labels(change.action.value, outcome.status.value).inc()
+            if outcome.status is not Status.DONE:
+                continue
+            if change.kind is Kind.TARGET_POOL and change.service:
+                namespace, _, svc = change.service.partition("/")
+                ref = ObjectRef("Service", svc, namespace)
+                if change.action is Action.ATTACH:
+                    self._event(
+                        ref,
+                        "HealthCheckAttached",
+                        "Attach",
+                        f"target pool {change.name}: {change.reason}",
+                    )
+                else:
+                    self._event(
+                        ref,
+                        "HealthCheckDetached",
+                        "Detach",
+                        f"target pool {change.name}: {change.reason}",
+                    )
+            elif change.action is Action.UPDATE:
+                fields = ", ".join(change.diff)
+                self._event(
+                    self._controller_ref,
+                    "Repaired",
+                    "Update",
+                    f"{change.kind} {change.name} drifted ({fields}); restored",
+                    "Warning",
+                )
+
+    def _event(
+        self, ref: ObjectRef, reason: str, action: str, note: str, type_: str = "Normal"
+    ) -> None:
+        if self._recorder is not None:
+            self._recorder.record(EventSpec(ref, reason, action, note, type_))

@@ -1,0 +1,169 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, written small and strict instead of
+using kubernetes.leaderelection, which keeps running the leader callback after losing the
+lease, judges expiry on the wall clock, and sys.exit()s on bad config (reference.md 5).
+
+Safety rule: `may_write()` is True only until `renew_deadline` after the last successful
+renew, measured on this process's monotonic clock. Another replica may take over only after
+observing no renew for `lease_duration` (> renew_deadline) on its own clock, so writes stop
+here before anyone else can start.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lbhc.kube.client import KubeApi, describe, status_of
+
+log = logging.getLogger(__name__)
+
+
+def micro_time(now: dt.datetime | None = None) -> str:
+    """MicroTime as the API requires it: exactly 6 fractional digits and a zone."""
+    moment = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class LeaseConfig:
+    namespace: str
+    name: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                "leader election needs retry period < renew deadline < lease duration, got "
+                f"{self.retry_period} s, {self.renew_deadline} s, {self.lease_duration} s"
+            )
+
+
+class LeaseElector:
+    def __init__(
+        self,
+        api: KubeApi,
+        config: LeaseConfig,
+        clock: Callable[[], float] = time.monotonic,
+        on_change: Callable[[bool], None] | None = None,
+    ) -> None:
+        self._api = api
+        self.config = config
+        self._clock = clock
+        self._on_change = on_change or (lambda leader: None)
+        self._renewed_at: float | None = None  # monotonic time of our last successful write
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leader-elector", daemon=True)
+        self._was_leader = False
+
+    def may_write(self) -> bool:
+        renewed = self._renewed_at
+        return renewed is not None and self._clock() < renewed + self.config.renew_deadline
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, release: bool = True) -> None:
+        """Stop renewing; on a clean shutdown also release, so a successor need not wait."""
+        self._stop.set()
+        if self._thread.ident is not None:
+            self._thread.join(timeout=self.config.retry_period + 5)
+        if release and self.may_write():
+            self._release()
+        self._renewed_at = None
+        self._notify()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.try_acquire_or_renew()
+            except Exception as exc:
+                log.warning("leader election: %s", describe(exc))
+            self._notify()
+            self._stop.wait(self.config.retry_period)
+
+    def _notify(self) -> None:
+        leader = self.may_write()
+        if leader != self._was_leader:
+            self._was_leader = leader
+            log.info(
+                "leader election: %s %s",
+                self.config.identity,
+                "became leader" if leader else "is not leader",
+            )
+            self._on_change(leader)
+
+    def try_acquire_or_renew(self) -> bool:
+        """One round. True when this replica holds the lease afterwards."""
+        now = self._clock()
+        lease = self._api.get_lease(self.config.namespace, self.config.name)
+        if lease is None:
+            self._api.create_lease(self.config.namespace, self._body(None, transitions=0))
+            self._renewed_at = now
+            return True
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        record = (holder, str(spec.get("renewTime", "")))
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        mine = holder == self.config.identity
+        duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
+        if not mine and holder and now < self._observed_at + duration:
+            return False  # held by someone else, and not yet expired by our own clock
+        transitions = int(spec.get("leaseTransitions") or 0) + (0 if mine else 1)
+        body = self._body(lease, transitions, acquire=not mine)
+        try:
+            self._api.replace_lease(self.config.namespace, self.config.name, body)
+        except Exception as exc:
+            if status_of(exc) == 409:
+                return False  # someone else wrote first; look again next round
+            raise
+        self._renewed_at = now
+        return True
+
+    def _body(
+        self, lease: dict[str, Any] | None, transitions: int, acquire: bool = True
+    ) -> dict[str, Any]:
+        now = micro_time()
+        spec = dict((lease or {}).get("spec") or {})
+        spec.update(
+            holderIdentity=self.config.identity,
+            leaseDurationSeconds=int(self.config.lease_duration),
+            renewTime=now,
+            leaseTransitions=transitions,
+        )
+        if acquire or "acquireTime" not in spec:
+            spec["acquireTime"] = now
+        metadata = {"name": self.config.name, "namespace": self.config.namespace}
+        if lease is not None:
+            metadata["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": metadata,
+            "spec": spec,
+        }
+
+    def _release(self) -> None:
+        try:
+            lease = self._api.get_lease(self.config.namespace, self.config.name)
+            if (
+                lease is None
+                or (lease.get("spec") or {}).get("holderIdentity") != self.config.identity
+            ):
+                return
+            body = self._body(lease, int(lease["spec"].get("leaseTransitions") or 0))
+            body["spec"].update(holderIdentity="", leaseDurationSeconds=1)
+            self._api.replace_lease(self.config.namespace, self.config.name, body)
+            log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
+        except Exception as exc:
+            log.warning("leader election: release failed: %s", describe(exc))

@@ -1,0 +1,171 @@
+"""A list+watch reflector per resource: list (paged), then watch from the list's
+resourceVersion with bookmarks; resume from the last version seen after a dropped
+connection; relist on 410 Gone; jittered backoff on errors. Objects are decoded from the raw
+bytes straight into the planner's projections.
+
+Written here rather than using kubernetes.watch, which never advances resourceVersion with
+deserialize=False (so reconnects replay) and crashes on ERROR events (reference.md 5).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from lbhc.controller.backoff import Backoff
+from lbhc.controller.cache import ClusterCache, Obj
+from lbhc.kube.client import EXPIRED, KubeApi, Resource, describe, list_all, status_of
+from lbhc.kube.decode import NodeList, ObjectList, PodList, ServiceList
+from lbhc.model.cluster import Node, Pod, Service
+
+log = logging.getLogger(__name__)
+
+_LISTS: dict[Resource, type[ObjectList]] = {
+    Resource.NODES: NodeList,
+    Resource.SERVICES: ServiceList,
+    Resource.KUBE_PROXY_PODS: PodList,
+}
+_OBJECTS: dict[Resource, type[Node] | type[Service] | type[Pod]] = {
+    Resource.NODES: Node,
+    Resource.SERVICES: Service,
+    Resource.KUBE_PROXY_PODS: Pod,
+}
+
+
+class WatchExpired(Exception):
+    """The server no longer has the history to resume from: relist."""
+
+
+def _typed_event(model: type[Node] | type[Service] | type[Pod]) -> type[BaseModel]:
+    return type(
+        f"{model.__name__}Event",
+        (BaseModel,),
+        {
+            "__annotations__": {"type": str, "object": model},
+            "model_config": {"frozen": True, "extra": "ignore"},
+        },
+    )
+
+
+class Reflector:
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: Resource,
+        cache: ClusterCache,
+        on_change: Callable[[str], None],
+        *,
+        watch_timeout_sec: int = 300,
+        on_restart: Callable[[Resource, str], None] | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.resource = resource
+        self._api = api
+        self._cache = cache
+        self._on_change = on_change
+        self._on_restart = on_restart or (lambda resource, why: None)
+        self._watch_timeout_sec = watch_timeout_sec
+        self._backoff = backoff or Backoff()
+        self._event_model = _typed_event(_OBJECTS[resource])
+        self._stop = threading.Event()
+        self._stream: Any = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"reflector-{resource.name.lower()}", daemon=True
+        )
+        self.resource_version = ""
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                self._watch()
+                self._backoff.reset()
+            except WatchExpired:
+                self._restarted("expired (410): relisting")
+                need_list = True
+            except Exception as exc:
+                if self._stop.is_set():
+                    return
+                if status_of(exc) == EXPIRED:
+                    self._restarted("expired (410): relisting")
+                    need_list = True
+                    continue
+                problem = f"watch failed: {describe(exc)}"
+                self._cache.mark_problem(self.resource, problem)
+                self._restarted(problem)
+                self._stop.wait(self._backoff.next())
+
+    def _restarted(self, why: str) -> None:
+        log.warning("%s %s", self.resource, why)
+        self._on_restart(self.resource, why)
+
+    def _list(self) -> None:
+        self._cache.mark_problem(self.resource, "relist in progress")
+        listed = list_all(self._api, self.resource, _LISTS[self.resource])
+        self.resource_version = listed.metadata.resource_version
+        if self._cache.replace(self.resource, listed.items):
+            self._on_change(f"{self.resource} listed")
+        else:
+            self._on_change(f"{self.resource} relisted")  # removals may be unblocked now
+
+    def _watch(self) -> None:
+        # Randomised like client-go, so many watches do not all reconnect at once.
+        timeout = int(self._watch_timeout_sec * (1 + random.random()))
+        self._stream = self._api.watch(self.resource, self.resource_version, timeout)
+        was_problem = self._cache.has_problem(self.resource)
+        self._cache.mark_connected(self.resource)
+        if was_problem:
+            self._on_change(f"{self.resource} watch reconnected")
+        try:
+            for line in self._stream:
+                if self._stop.is_set():
+                    return
+                self._handle(line)
+        finally:
+            self._stream = None
+
+    def _handle(self, line: bytes) -> None:
+        try:
+            event: Any = self._event_model.model_validate_json(line)
+        except ValidationError:
+            self._handle_untyped(json.loads(line))
+            return
+        obj: Obj = event.object
+        self.resource_version = obj.metadata.resource_version or self.resource_version
+        if event.type in ("ADDED", "MODIFIED", "DELETED") and self._cache.apply(
+            self.resource, event.type, obj
+        ):
+            self._on_change(f"{self.resource} {event.type.lower()} {obj.metadata.name}")
+
+    def _handle_untyped(self, event: dict[str, Any]) -> None:
+        """BOOKMARK and ERROR events carry no object of the watched kind."""
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "BOOKMARK":
+            self.resource_version = obj.get("metadata", {}).get("resourceVersion", "")
+            return
+        if kind == "ERROR":
+            if obj.get("code") == EXPIRED:
+                raise WatchExpired(obj.get("message", ""))
+            raise RuntimeError(f"watch error event: {obj.get('code')} {obj.get('message')}")
+        raise ValueError(f"undecodable {self.resource} watch event of type {kind!r}")

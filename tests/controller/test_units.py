@@ -1,0 +1,110 @@
+"""Small pieces of the controller that need no server: the cache's notion of change and
+freshness, the coalescing trigger, durations and booleans as Kubernetes components take them."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+import pytest
+
+from lbhc.controller.cache import ClusterCache
+from lbhc.controller.trigger import Trigger
+from lbhc.durations import parse_bool, parse_duration
+from lbhc.kube.client import Resource
+from lbhc.model.cluster import Node
+
+
+def node_json(rv: str, **extra: object) -> Node:
+    body: dict[str, object] = {"metadata": {"name": "n1", "resourceVersion": rv}}
+    body.update(extra)
+    return Node.model_validate(body)
+
+
+def test_heartbeat_is_not_a_change_but_a_taint_is() -> None:
+    cache = ClusterCache("uid")
+    cache.replace(Resource.NODES, [node_json("1")])
+    # A heartbeat: new resourceVersion, conditions lbhc does not read.
+    heartbeat = node_json("2", status={"conditions": [{"type": "Ready", "status": "True"}]})
+    assert cache.apply(Resource.NODES, "MODIFIED", heartbeat) is False
+    tainted = node_json(
+        "3", spec={"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]}
+    )
+    assert cache.apply(Resource.NODES, "MODIFIED", tainted) is True
+    assert cache.apply(Resource.NODES, "DELETED", tainted) is True
+    assert cache.apply(Resource.NODES, "DELETED", tainted) is False
+
+
+def test_snapshot_has_gaps_until_synced_and_while_a_watch_is_down() -> None:
+    cache = ClusterCache("uid")
+    assert len(cache.snapshot().gaps) == 3 and not cache.snapshot().versions_complete
+    for resource in Resource:
+        cache.replace(resource, [])
+    assert cache.snapshot().complete and cache.snapshot().versions_complete
+    cache.mark_problem(Resource.SERVICES, "watch failed: HTTP 500")
+    snapshot = cache.snapshot()
+    assert snapshot.gaps == ("services watch failed: HTTP 500",)
+    assert snapshot.versions_complete  # nodes and pods are still current
+    cache.mark_problem(Resource.NODES, "relist in progress")
+    assert not cache.snapshot().versions_complete
+    cache.mark_connected(Resource.NODES)
+    cache.mark_connected(Resource.SERVICES)
+    assert cache.snapshot().complete
+
+
+def test_trigger_coalesces_a_burst_into_one_wakeup() -> None:
+    trigger = Trigger()
+    for i in range(50):
+        trigger.fire(f"event {i}")
+    reasons = trigger.wait(timeout=1.0, coalesce=0.0)
+    assert len(reasons) == 50
+    assert trigger.wait(timeout=0.05, coalesce=0.0) == []
+
+
+def test_trigger_wakes_a_waiting_loop() -> None:
+    trigger = Trigger()
+    got: list[list[str]] = []
+    waiter = threading.Thread(target=lambda: got.append(trigger.wait(timeout=10.0, coalesce=0.0)))
+    waiter.start()
+    trigger.fire("service added")
+    waiter.join(timeout=5)
+    assert got == [["service added"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("30s", 30.0), ("5m", 300.0), ("1h30m", 5400.0), ("250ms", 0.25), ("1.5s", 1.5)],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["30", "5 m", "m", "", "1d", "-5s"])
+def test_invalid_durations_say_what_is_expected(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="like 30s, 5m or 1h30m"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("false", False), ("0", False)])
+def test_booleans(text: str, value: bool) -> None:
+    assert parse_bool(text) is value
+
+
+def test_run_flags_follow_kubernetes_conventions() -> None:
+    from lbhc.cli.parser import build_parser
+
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--leader-elect=false",
+            "--dry-run",
+            "--resync-period",
+            "30s",
+            "--leader-elect-lease-duration",
+            "20s",
+        ]
+    )
+    assert (args.leader_elect, args.dry_run, args.resync_period) == (False, True, 30.0)
+    assert args.leader_elect_lease_duration == 20.0
+    defaults = build_parser().parse_args(["run"])
+    assert (defaults.leader_elect, defaults.dry_run, defaults.log_format) == (True, False, "json")
