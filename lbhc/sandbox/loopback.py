@@ -1,25 +1,43 @@
 """A real HTTP/1.1 server on 127.0.0.1 in a background thread, for the fakes: real clients
-talk to them over real sockets, exactly as they would to Google or a kube-apiserver."""
+talk to them over real sockets, exactly as they would to Google or a kube-apiserver.
+
+A dispatch returns its body either as bytes (sent with Content-Length) or as an iterable of
+bytes chunks, streamed with `Transfer-Encoding: chunked` as a kube-apiserver streams a watch:
+
+- every non-empty chunk is written (and so flushed) at once;
+- an empty chunk sends nothing: it is a tick that lets the server notice a client that went
+  away or a stop(), so a stream must yield at least every fraction of a second while idle;
+- an exception raised by the iterator cuts the connection abruptly, without the terminating
+  chunk, as a crashed server or a dropped connection would (that is how faults are injected).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import select
+import socket
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
+Body = bytes | Iterable[bytes]
 # (method, path with query, headers, body) -> (status, headers, body)
-Dispatch = Callable[[str, str, Mapping[str, str], bytes], tuple[int, Mapping[str, str], bytes]]
+Dispatch = Callable[[str, str, Mapping[str, str], bytes], tuple[int, Mapping[str, str], Body]]
+
+_STREAM_DRAIN_SEC = 1.0  # how long stop() lets open streams end cleanly before cutting them
 
 
 class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.1 keeps the clients' pooled connections alive; every response has Content-Length.
+    # HTTP/1.1 keeps the clients' pooled connections alive.
     protocol_version = "HTTP/1.1"
     # Headers and body are separate writes: without TCP_NODELAY, Nagle plus the client's
     # delayed ACK adds ~40 ms to every keep-alive request.
     disable_nagle_algorithm = True
     dispatch: Dispatch  # set on the per-server subclass
+    server: _Server
 
     def _serve(self) -> None:
         body = self._read_body()  # always read: an unread body would corrupt keep-alive
@@ -29,10 +47,45 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
-        self.send_header("Content-Length", str(len(payload)))
+        if isinstance(payload, bytes | bytearray):
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
+        self._stream(payload)
+
+    def _stream(self, chunks: Iterable[bytes]) -> None:
+        iterator = iter(chunks)
+        self.server.stream_opened(self.connection)
+        clean = False
+        try:
+            while not self.server.stopping.is_set():
+                try:
+                    chunk = next(iterator)
+                except StopIteration:
+                    break
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                elif _peer_closed(self.connection):
+                    return
+            self.wfile.write(b"0\r\n\r\n")
+            clean = True
+        except Exception:
+            # OSError: the client went away (BrokenPipe, ConnectionReset) or stop() cut the
+            # socket; anything else is the stream's own way to end the connection abruptly.
+            pass
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()  # runs the generator's cleanup now, not at garbage collection
+            self.server.stream_closed(self.connection)
+            if not clean:
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -52,9 +105,44 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # quiet: the fakes' journals are the record
 
 
+def _peer_closed(connection: socket.socket) -> bool:
+    """True once the client has closed or reset its end (a readable socket with no data)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # a client blocked in a long wait must not hang stop()
+
+    def __init__(self, address: tuple[str, int], handler: type[_Handler]) -> None:
+        super().__init__(address, handler)
+        self.stopping = threading.Event()
+        self._streams: set[socket.socket] = set()
+        self._streams_changed = threading.Condition()
+
+    def stream_opened(self, connection: socket.socket) -> None:
+        with self._streams_changed:
+            self._streams.add(connection)
+
+    def stream_closed(self, connection: socket.socket) -> None:
+        with self._streams_changed:
+            self._streams.discard(connection)
+            self._streams_changed.notify_all()
+
+    def end_streams(self, grace: float) -> None:
+        """Let open streams end cleanly within `grace` seconds, then cut the rest."""
+        self.stopping.set()
+        deadline = time.monotonic() + grace
+        with self._streams_changed:
+            while self._streams and (left := deadline - time.monotonic()) > 0:
+                self._streams_changed.wait(left)
+            for connection in self._streams:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
 
 
 class LoopbackServer:
@@ -70,6 +158,7 @@ class LoopbackServer:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
 
     @property
     def url(self) -> str:
@@ -77,6 +166,11 @@ class LoopbackServer:
             raise RuntimeError(f"{self._name} is not running")
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set by stop(): long-running dispatches (streams) may wait on it to end early."""
+        return self._stopping
 
     def start(self) -> Self:
         with self._lock:
@@ -86,6 +180,7 @@ class LoopbackServer:
                 f"{self._name}-handler", (_Handler,), {"dispatch": staticmethod(self._dispatch)}
             )
             self._server = _Server((self._host, self._port), handler)
+            self._stopping = self._server.stopping
             self._thread = threading.Thread(
                 target=self._server.serve_forever,
                 kwargs={"poll_interval": 0.01},  # stop() waits up to one poll
@@ -96,13 +191,14 @@ class LoopbackServer:
             return self
 
     def stop(self) -> None:
-        """Idempotent."""
+        """Idempotent. Open streams get up to a second to end cleanly, then are cut."""
         with self._lock:
             server, thread = self._server, self._thread
             self._server, self._thread = None, None
         if server is None:
             return
         server.shutdown()
+        server.end_streams(_STREAM_DRAIN_SEC)
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)

@@ -1,20 +1,21 @@
-"""URL paths -> what they address. Only core/v1 paths for the served resources resolve."""
+"""URL paths -> what they address: discovery documents, collections, objects, subresources."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
 
-from .resources import BY_PLURAL, Resource
+from .resources import BY_PATH, GROUP_VERSIONS, Resource
 
 
 class Target(Enum):
     VERSION = "version"
     API = "api"
-    API_V1 = "api/v1"
+    API_V1 = "api/v1"  # any group-version's APIResourceList; core's is /api/v1
     APIS = "apis"
+    GROUP = "apis/group"
     LIST = "list"
-    GET = "get"
+    GET = "get"  # one object, or its subresource
 
 
 @dataclass(frozen=True)
@@ -23,36 +24,60 @@ class Route:
     resource: Resource | None = None
     namespace: str | None = None  # None: all namespaces (lists) or cluster-scoped
     name: str | None = None
+    subresource: str | None = None  # "status"
+    group_version: str = "v1"  # for API_V1 and GROUP ("apps" for a group)
 
 
 _FIXED = {
-    "/version": Target.VERSION,
-    "/api": Target.API,
-    "/api/v1": Target.API_V1,
-    "/apis": Target.APIS,
+    "/version": Route(Target.VERSION),
+    "/api": Route(Target.API),
+    "/apis": Route(Target.APIS),
 }
+_SUBRESOURCES = ("status",)
 
 
 def resolve(path: str) -> Route | None:
     """The route for `path`, or None if the apiserver would answer 404 for the path itself."""
     path = path.rstrip("/") or "/"
     if path in _FIXED:
-        return Route(_FIXED[path])
+        return _FIXED[path]
     parts = path.split("/")[1:]
-    if parts[:2] != ["api", "v1"] or any(not part for part in parts):
+    if any(not part for part in parts):
         return None
-    rest = parts[2:]
-    if len(rest) in (1, 2) and (resource := BY_PLURAL.get(rest[0])):
-        # /api/v1/pods lists across namespaces; /api/v1/pods/x is not a path.
-        if len(rest) == 1:
-            return Route(Target.LIST, resource)
-        if not resource.namespaced:
-            return Route(Target.GET, resource, name=rest[1])
+    if parts[:2] == ["api", "v1"]:
+        group_version, rest = "v1", parts[2:]
+    elif parts[0] == "apis" and len(parts) == 2:
+        groups = {gv.partition("/")[0] for gv in GROUP_VERSIONS if "/" in gv}
+        return Route(Target.GROUP, group_version=parts[1]) if parts[1] in groups else None
+    elif parts[0] == "apis" and len(parts) >= 3:
+        group_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+    else:
         return None
-    if len(rest) in (3, 4) and rest[0] == "namespaces":
-        resource = BY_PLURAL.get(rest[2])
-        if resource is None or not resource.namespaced:
-            return None
-        name = rest[3] if len(rest) == 4 else None
-        return Route(Target.GET if name else Target.LIST, resource, rest[1], name)
-    return None
+    if group_version not in GROUP_VERSIONS:
+        return None
+    if not rest:
+        return Route(Target.API_V1, group_version=group_version)
+    return _resource_route(group_version, rest)
+
+
+def _resource_route(group_version: str, rest: list[str]) -> Route | None:
+    namespace: str | None = None
+    if rest[0] == "namespaces" and len(rest) == 3 and rest[2] in _SUBRESOURCES:
+        pass  # /api/v1/namespaces/x/status: the Namespace's own subresource
+    elif rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    resource = BY_PATH.get((group_version, rest[0]))
+    if resource is None or len(rest) > 3:
+        return None
+    if namespace is not None and not resource.namespaced:
+        return None  # /api/v1/namespaces/default/nodes is not a path
+    if len(rest) == 1:  # /api/v1/pods lists across namespaces
+        return Route(Target.LIST, resource, namespace)
+    if resource.namespaced and namespace is None:
+        return None  # /api/v1/pods/x is not a path
+    subresource = rest[2] if len(rest) == 3 else None
+    if subresource is not None and (
+        subresource not in _SUBRESOURCES or not resource.status_subresource
+    ):
+        return None
+    return Route(Target.GET, resource, namespace, rest[1], subresource, group_version)

@@ -144,7 +144,7 @@ def parse_field_selector(text: str, resource: Resource) -> FieldSelector:
         field = field.strip()
         if field not in resource.field_labels:
             raise _unsupported_field(field)
-        terms.append(FieldTerm(field, value.strip(), op == "!="))
+        terms.append(FieldTerm(resource.field_path(field), value.strip(), op == "!="))
     return FieldSelector(tuple(terms))
 
 

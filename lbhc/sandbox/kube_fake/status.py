@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
+
+MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
 
 REASONS: dict[int, str] = {
     400: "BadRequest",
@@ -26,7 +32,7 @@ _MESSAGES: dict[int, str] = {
     403: "forbidden",
     404: "the server could not find the requested resource",
     405: "the server does not allow this method on the requested resource",
-    409: "the object has been modified; please apply your changes to the latest version",
+    409: MODIFIED,
     410: "The resourceVersion for the provided list is too old.",
     429: "Too many requests, please try again later.",
     500: "Internal error occurred: injected fault",
@@ -80,8 +86,73 @@ class ApiError(Exception):
         return {"Retry-After": str(self.retry_after)} if self.retry_after is not None else {}
 
 
-def not_found(plural: str, name: str) -> ApiError:
-    return ApiError(404, f'{plural} "{name}" not found', details={"name": name, "kind": plural})
+def not_found(plural: str, name: str, group: str = "") -> ApiError:
+    return ApiError(
+        404,
+        f'{_qualified(plural, group)} "{name}" not found',
+        details=_details(plural, name, group),
+    )
+
+
+def already_exists(plural: str, name: str, group: str = "") -> ApiError:
+    return ApiError(
+        409,
+        f'{_qualified(plural, group)} "{name}" already exists',
+        reason="AlreadyExists",
+        details=_details(plural, name, group),
+    )
+
+
+def conflict(plural: str, name: str, group: str = "", detail: str = MODIFIED) -> ApiError:
+    return ApiError(
+        409,
+        f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": {detail}',
+        details=_details(plural, name, group),
+    )
+
+
+def _qualified(plural: str, group: str) -> str:
+    return f"{plural}.{group}" if group else plural
+
+
+def _details(kind: str, name: str, group: str) -> dict[str, Any]:
+    return {"name": name, **({"group": group} if group else {}), "kind": kind}
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One field.Error, worded as apimachinery's ErrorType does."""
+
+    type: str  # "Required", "Invalid", "Unsupported", "Forbidden", "TooLong"
+    field: str
+    detail: str = ""
+    value: Any = None
+
+    @property
+    def message(self) -> str:
+        text = f"{self.type} value"
+        if self.type in ("Invalid", "Unsupported"):
+            text += f": {json.dumps(self.value)}"
+        elif self.type == "Forbidden":
+            text = "Forbidden"
+        elif self.type == "TooLong":
+            text = "Too long"
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def cause(self) -> dict[str, str]:
+        reason = {"TooLong": "FieldValueTooLong"}.get(self.type, f"FieldValue{self.type}")
+        return {"reason": reason, "message": self.message, "field": self.field}
+
+
+def invalid(kind: str, group: str, name: str, errors: list[FieldError]) -> ApiError:
+    """422 Invalid, as apierrors.NewInvalid words it."""
+    listed = [f"{e.field}: {e.message}" for e in errors]
+    aggregate = listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
+    return ApiError(
+        422,
+        f'{_qualified(kind, group)} "{name}" is invalid: {aggregate}',
+        details={**_details(kind, name, group), "causes": [e.cause() for e in errors]},
+    )
 
 
 def bad_request(message: str) -> ApiError:

@@ -1,10 +1,10 @@
-"""A multi-version object store: the fake's etcd.
+"""A multi-version object store with a change log: the fake's etcd and watch cache.
 
-Every write bumps one global resourceVersion counter and appends a revision, so a list can be
-read at any resourceVersion not yet compacted away. That is what makes continue tokens
-consistent (every page is read at the first page's resourceVersion, as with etcd) and is the
-history a watch will replay from. History grows until `compact()`, as etcd's does between
-compactions.
+Every write bumps one global resourceVersion, appends a revision for its key and a Change to
+the log, and wakes the watchers waiting on `changed`. A list can be read at any
+resourceVersion not yet compacted away (that is what makes continue tokens consistent) and a
+watch replays the log after its resourceVersion. History grows until `compact()` or, with a
+`history_limit`, keeps the last N changes, as the apiserver's watch cache keeps a window.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .resources import RESOURCES, Resource, resource_for_kind
+from .resources import BY_KIND, Resource, resource_for_kind
 
 Object = dict[str, Any]
 
@@ -29,6 +29,15 @@ class Revision:
     obj: Object | None  # None: deleted at `rv`; stored objects are never mutated
 
 
+@dataclass(frozen=True)
+class Change:
+    rv: int
+    kind: str
+    key: str
+    obj: Object | None  # after the change (None: deleted); stored objects are never mutated
+    prev: Object | None  # before the change (None: created)
+
+
 class TooOld(Exception):
     """The requested resourceVersion has been compacted away."""
 
@@ -37,7 +46,7 @@ class TooNew(Exception):
     """The requested resourceVersion is ahead of the store."""
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -47,66 +56,87 @@ def object_key(resource: Resource, namespace: str, name: str) -> str:
 
 
 class Store:
-    def __init__(self, now: Callable[[], str] = _utc_now) -> None:
-        self._now = now
-        self._lock = threading.RLock()
+    def __init__(self, now: Callable[[], str] = utc_now, history_limit: int | None = None) -> None:
+        if history_limit is not None and history_limit < 1:
+            raise ValueError("history_limit must be >= 1 (or None: keep everything)")
+        self.now = now
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)  # notified on every commit
+        self._history_limit = history_limit
         self._rv = 0
         self._compacted = 0
-        self._history: dict[str, dict[str, list[Revision]]] = {r.kind: {} for r in RESOURCES}
+        self._history: dict[str, dict[str, list[Revision]]] = {kind: {} for kind in BY_KIND}
+        self._log: list[Change] = []
+        self._log_start = 0  # changes before this index are compacted away
 
     @property
     def resource_version(self) -> int:
-        with self._lock:
+        with self.lock:
             return self._rv
 
     @property
     def compacted(self) -> int:
-        with self._lock:
+        with self.lock:
             return self._compacted
 
+    # -- writes ---------------------------------------------------------------------------------
+
+    def commit(self, kind: str, key: str, obj: Object | None) -> Object | None:
+        """Store `obj` (None: delete) at the next resourceVersion, which it gets in its
+        metadata. The caller hands over `obj` and must not mutate it afterwards."""
+        with self.lock:
+            self._rv += 1
+            if obj is not None:
+                obj["metadata"]["resourceVersion"] = str(self._rv)
+            revisions = self._history[kind].setdefault(key, [])
+            prev = revisions[-1].obj if revisions else None
+            revisions.append(Revision(self._rv, obj))
+            self._log.append(Change(self._rv, kind, key, obj, prev))
+            if self._history_limit and len(self._log) - self._log_start > self._history_limit:
+                self._compact_to(self._log[len(self._log) - self._history_limit - 1].rv)
+            self.changed.notify_all()
+            return obj
+
     def put(self, obj: Object) -> Object:
-        """Create or replace; fills uid and creationTimestamp (kept from the stored object on
-        replace) and always sets a fresh resourceVersion."""
+        """Create or replace as seeding does: fills uid and creationTimestamp (kept from the
+        stored object on replace) and always sets a fresh resourceVersion."""
         resource, namespace, name = _identity(obj)
         stored = copy.deepcopy(obj)
         metadata: dict[str, Any] = stored["metadata"]
         key = object_key(resource, namespace, name)
-        with self._lock:
-            previous = self._current(resource.kind, key)
+        with self.lock:
+            previous = self.current(resource.kind, key)
             old_meta = previous["metadata"] if previous else {}
             if resource.namespaced:
                 metadata["namespace"] = namespace
             metadata.setdefault("uid", old_meta.get("uid") or str(uuid.uuid4()))
             metadata.setdefault(
-                "creationTimestamp", old_meta.get("creationTimestamp") or self._now()
+                "creationTimestamp", old_meta.get("creationTimestamp") or self.now()
             )
-            self._rv += 1
-            metadata["resourceVersion"] = str(self._rv)
-            self._history[resource.kind].setdefault(key, []).append(Revision(self._rv, stored))
+            self.commit(resource.kind, key, stored)
             return copy.deepcopy(stored)
 
-    def remove(self, kind: str, namespace: str | None, name: str) -> Object:
-        resource = resource_for_kind(kind)
-        key = object_key(resource, namespace or "", name)
-        with self._lock:
-            previous = self._current(kind, key)
-            if previous is None:
-                raise KeyError(f"{kind} {key!r} does not exist")
-            self._rv += 1
-            self._history[kind][key].append(Revision(self._rv, None))
-            gone = copy.deepcopy(previous)
-            gone["metadata"]["resourceVersion"] = str(self._rv)  # as a DELETED event shows it
-            return gone
+    def notify(self) -> None:
+        """Wake every watcher, e.g. to notice a fault."""
+        with self.lock:
+            self.changed.notify_all()
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def current(self, kind: str, key: str) -> Object | None:
+        """The stored object (not a copy: never mutate it)."""
+        with self.lock:
+            revisions = self._history[kind].get(key)
+            return revisions[-1].obj if revisions else None
 
     def get(self, kind: str, namespace: str | None, name: str) -> Object | None:
         resource = resource_for_kind(kind)
-        with self._lock:
-            return copy.deepcopy(self._current(kind, object_key(resource, namespace or "", name)))
+        return copy.deepcopy(self.current(kind, object_key(resource, namespace or "", name)))
 
     def read(self, kind: str, rv: int | None = None) -> list[tuple[str, Object]]:
         """(key, object) at resourceVersion `rv` (default: now), sorted by key as etcd
         returns them. The objects are the stored ones: copy before handing them out."""
-        with self._lock:
+        with self.lock:
             rv = self._rv if rv is None else rv
             if rv < self._compacted:
                 raise TooOld(rv)
@@ -120,33 +150,56 @@ class Store:
         found.sort(key=lambda pair: pair[0].encode())  # etcd orders keys bytewise
         return found
 
+    def changes_since(self, rv: int) -> list[Change]:
+        """Every change after `rv`, oldest first; TooOld if some were compacted away."""
+        with self.lock:
+            if rv < self._compacted:
+                raise TooOld(rv)
+            if rv > self._rv:
+                raise TooNew(rv)
+            start = bisect_right(self._log, rv, lo=self._log_start, key=lambda c: c.rv)
+            return self._log[start:]
+
+    # -- compaction -----------------------------------------------------------------------------
+
     def compact(self, rv: int | None = None) -> int:
         """Forget history before `rv` (default: now), as etcd's periodic compaction does."""
-        with self._lock:
-            target = self._rv if rv is None else min(rv, self._rv)
-            if target <= self._compacted:
-                return self._compacted
-            for revisions_by_key in self._history.values():
-                for key in list(revisions_by_key):
-                    revisions = revisions_by_key[key]
-                    keep = max(bisect_right(revisions, target, key=lambda r: r.rv) - 1, 0)
-                    del revisions[:keep]
-                    if len(revisions) == 1 and revisions[0].obj is None:
-                        del revisions_by_key[key]
-            self._compacted = target
-            return target
+        with self.lock:
+            self._compact_to(self._rv if rv is None else min(rv, self._rv))
+            self._trim_revisions()
+            return self._compacted
 
-    def _current(self, kind: str, key: str) -> Object | None:
-        revisions = self._history[kind].get(key)
-        return revisions[-1].obj if revisions else None
+    def _compact_to(self, target: int) -> None:
+        if target <= self._compacted:
+            return
+        self._compacted = target
+        self._log_start = bisect_right(self._log, target, lo=self._log_start, key=lambda c: c.rv)
+        # Physically drop the log prefix (and older revisions) in batches: amortised O(1).
+        if self._log_start > max(len(self._log) // 2, 1024):
+            self._trim_revisions()
+
+    def _trim_revisions(self) -> None:
+        del self._log[: self._log_start]
+        self._log_start = 0
+        target = self._compacted
+        for revisions_by_key in self._history.values():
+            for key in list(revisions_by_key):
+                revisions = revisions_by_key[key]
+                keep = max(bisect_right(revisions, target, key=lambda r: r.rv) - 1, 0)
+                del revisions[:keep]
+                if len(revisions) == 1 and revisions[0].obj is None:
+                    del revisions_by_key[key]
 
 
 def _identity(obj: Object) -> tuple[Resource, str, str]:
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         raise ValueError("an object is a dict with apiVersion, kind and metadata")
-    if obj.get("apiVersion") != "v1":
-        raise ValueError(f"apiVersion must be 'v1', got {obj.get('apiVersion')!r}")
     resource = resource_for_kind(str(obj.get("kind")))
+    if obj.get("apiVersion") != resource.api_version:
+        raise ValueError(
+            f"{resource.kind} apiVersion must be {resource.api_version!r}, "
+            f"got {obj.get('apiVersion')!r}"
+        )
     name = obj["metadata"].get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"{resource.kind} needs metadata.name")
