@@ -44,3 +44,4 @@ try: $(STAMP)
 BENCH_JSON ?= bench-results.json
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.plan_bench --json $(BENCH_JSON)
+	$(BIN)/python -m tests.bench.cache_bench --json cache-$(BENCH_JSON)

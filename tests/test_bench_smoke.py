@@ -37,3 +37,17 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert gce["calls_from_nothing"]["POST firewalls"] == 1
     assert all(call.startswith("GET") for call in gce["calls_converged"])
     assert figures["planning"]["changes_converged"] == 0
+
+
+def test_cache_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench.cache_bench import main as cache_main
+
+    out = tmp_path / "cache.json"
+    assert (
+        cache_main(["--nodes", "20", "--services", "40", "--events", "50", "--json", str(out)]) == 0
+    )
+    figures = json.loads(out.read_text())
+    assert figures["listed"] == {"nodes": 20, "services": 40, "kube-proxy pods": 20}
+    assert figures["heartbeat_reconciles"] == 0  # heartbeats never trigger a pass
+    assert figures["taint_reconciles"] == 5
+    assert figures["heap_ratio"] > 1

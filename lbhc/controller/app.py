@@ -9,6 +9,7 @@ import secrets
 import socket
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.cache import ClusterCache
@@ -114,9 +115,15 @@ class ControllerApp:
             return False, "GCE not reachable"
         return True, "ok"
 
+    def _last_plan(self) -> dict[str, Any] | None:
+        plan = self.controller.last_plan if self.controller else None
+        return plan.to_json() if plan else None
+
     def run(self) -> None:
         """Blocks until stop(). Order matters on the way out: stop writing first."""
-        self.http = health_server(self.options.http_address, self.metrics, self.ready).start()
+        self.http = health_server(
+            self.options.http_address, self.metrics, self.ready, self._last_plan
+        ).start()
         log.info("serving /healthz, /readyz and /metrics on %s", self.http.url)
         try:
             uid = None if self.settings.cluster_id else self._kube_system_uid()

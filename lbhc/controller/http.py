@@ -1,8 +1,11 @@
-"""/healthz (the process is alive), /readyz (caches synced and GCE reachable) and /metrics."""
+"""/healthz (the process is alive), /readyz (caches synced and GCE reachable), /metrics, and
+/plan (the last plan, as `lbhc plan --output json` prints it: what a dry run exports)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -11,7 +14,10 @@ from lbhc.sandbox.loopback import LoopbackServer
 
 
 def health_server(
-    address: str, metrics: Metrics, ready: Callable[[], tuple[bool, str]]
+    address: str,
+    metrics: Metrics,
+    ready: Callable[[], tuple[bool, str]],
+    last_plan: Callable[[], dict[str, Any] | None] = lambda: None,
 ) -> LoopbackServer:
     """`address` is HOST:PORT; port 0 picks a free one (read it back from .url)."""
     host, _, port = address.rpartition(":")
@@ -28,6 +34,11 @@ def health_server(
         if route == "/readyz":
             ok, why = ready()
             return (200 if ok else 503), text, (why + "\n").encode()
+        if route == "/plan":
+            plan = last_plan()
+            if plan is None:
+                return 503, text, b"no pass has completed yet\n"
+            return 200, {"Content-Type": "application/json"}, json.dumps(plan).encode()
         if route == "/metrics":
             return 200, {"Content-Type": CONTENT_TYPE_LATEST}, generate_latest(metrics.registry)
         return 404, text, b"not found\n"

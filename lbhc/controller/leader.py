@@ -10,6 +10,7 @@ here before anyone else can start.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import logging
 import threading
@@ -64,6 +65,9 @@ class LeaseElector:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="leader-elector", daemon=True)
         self._was_leader = False
+        # Monotonic times of successful acquires/renews (bounded): lets tests prove that a
+        # write happened inside this replica's window.
+        self.renewals: collections.deque[float] = collections.deque(maxlen=10_000)
 
     def may_write(self) -> bool:
         renewed = self._renewed_at
@@ -108,7 +112,7 @@ class LeaseElector:
         lease = self._api.get_lease(self.config.namespace, self.config.name)
         if lease is None:
             self._api.create_lease(self.config.namespace, self._body(None, transitions=0))
-            self._renewed_at = now
+            self._renewed(now)
             return True
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
@@ -127,8 +131,12 @@ class LeaseElector:
             if status_of(exc) == 409:
                 return False  # someone else wrote first; look again next round
             raise
-        self._renewed_at = now
+        self._renewed(now)
         return True
+
+    def _renewed(self, at: float) -> None:
+        self._renewed_at = at
+        self.renewals.append(at)
 
     def _body(
         self, lease: dict[str, Any] | None, transitions: int, acquire: bool = True

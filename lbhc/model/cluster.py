@@ -7,39 +7,62 @@ fields the planner uses are kept, so the projections double as the planner's inp
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Projection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
 
+def _interned(value: dict[str, str]) -> dict[str, str]:
+    """Label keys and values repeat across thousands of objects: share one copy of each."""
+    return {sys.intern(k): sys.intern(v) for k, v in value.items()}
+
+
 class ObjectMeta(_Projection):
     name: str
     namespace: str = ""
     uid: str = ""
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
     deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
     resource_version: str = Field(default="", alias="resourceVersion")
 
     def __eq__(self, other: object) -> bool:
         """Equal when what lbhc reads is equal: resourceVersion changes with every write
         (heartbeats included) and must not make an unchanged object look changed."""
-        if not isinstance(other, ObjectMeta):
+        if type(other) is not type(self):
             return NotImplemented
-        return (
-            self.name == other.name
-            and self.namespace == other.namespace
-            and self.uid == other.uid
-            and self.labels == other.labels
-            and self.annotations == other.annotations
-            and self.deletion_timestamp == other.deletion_timestamp
-        )
+        mine, theirs = dict(self), dict(other)
+        mine.pop("resource_version")
+        theirs.pop("resource_version")
+        return bool(mine == theirs)
 
-    __hash__ = None  # type: ignore[assignment]  # mutable-looking dict fields: not hashable
+    __hash__ = None  # type: ignore[assignment]  # dict fields in subclasses: not hashable
+
+
+class LabeledMeta(ObjectMeta):
+    """Nodes and Pods: lbhc reads their labels (LB exclusion, the kube-proxy selector) and
+    never their annotations, which on Nodes are large; they are not kept."""
+
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _intern_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return _interned(value)
+
+
+class AnnotatedMeta(ObjectMeta):
+    """Services: lbhc reads their annotations (the opt-out), never their labels."""
+
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("annotations")
+    @classmethod
+    def _intern_annotations(cls, value: dict[str, str]) -> dict[str, str]:
+        return _interned(value)
 
 
 class Taint(_Projection):
@@ -64,7 +87,7 @@ class NodeStatus(_Projection):
 
 
 class Node(_Projection):
-    metadata: ObjectMeta
+    metadata: LabeledMeta
     spec: NodeSpec = Field(default_factory=NodeSpec)
     status: NodeStatus = Field(default_factory=NodeStatus)
 
@@ -81,7 +104,7 @@ class ServiceSpec(_Projection):
 
 
 class Service(_Projection):
-    metadata: ObjectMeta
+    metadata: AnnotatedMeta
     spec: ServiceSpec = Field(default_factory=ServiceSpec)
 
     @property
@@ -100,7 +123,7 @@ class PodSpec(_Projection):
 
 
 class Pod(_Projection):
-    metadata: ObjectMeta
+    metadata: LabeledMeta
     spec: PodSpec = Field(default_factory=PodSpec)
 
 
