@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -40,6 +41,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def _serve(self) -> None:
+        if self.server.stopping.is_set():  # a stopped server answers nothing, even kept-alive
+            self.close_connection = True
+            return
         body = self._read_body()  # always read: an unread body would corrupt keep-alive
         status, headers, payload = type(self).dispatch(
             self.command, self.path, dict(self.headers.items()), body
@@ -123,6 +127,21 @@ class _Server(ThreadingHTTPServer):
         self.stopping = threading.Event()
         self._streams: set[socket.socket] = set()
         self._streams_changed = threading.Condition()
+        self._connections: set[socket.socket] = set()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._streams_changed:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._streams_changed:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):  # a client gone away is no error
+            super().handle_error(request, client_address)
 
     def stream_opened(self, connection: socket.socket) -> None:
         with self._streams_changed:
@@ -134,13 +153,15 @@ class _Server(ThreadingHTTPServer):
             self._streams_changed.notify_all()
 
     def end_streams(self, grace: float) -> None:
-        """Let open streams end cleanly within `grace` seconds, then cut the rest."""
+        """Let open streams end cleanly within `grace` seconds, then cut every connection."""
         self.stopping.set()
         deadline = time.monotonic() + grace
         with self._streams_changed:
             while self._streams and (left := deadline - time.monotonic()) > 0:
                 self._streams_changed.wait(left)
-            for connection in self._streams:
+            # Cut what is left, idle kept-alive connections included: a stopped server must
+            # not go on answering on them (clients would never notice it went away).
+            for connection in self._streams | self._connections:
                 with contextlib.suppress(OSError):
                     connection.shutdown(socket.SHUT_RDWR)
 
@@ -191,7 +212,8 @@ class LoopbackServer:
             return self
 
     def stop(self) -> None:
-        """Idempotent. Open streams get up to a second to end cleanly, then are cut."""
+        """Idempotent. Open streams get up to a second to end cleanly; then every connection
+        is closed, so clients see the server go away."""
         with self._lock:
             server, thread = self._server, self._thread
             self._server, self._thread = None, None

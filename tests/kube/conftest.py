@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
+from tests.kube.support import WatchStream
 
 KUBE_SYSTEM_UID = "0b7c3c5e-1111-2222-3333-444455556666"
 KUBE_PROXY_LABELS = {"k8s-app": "kube-proxy"}
@@ -207,3 +208,18 @@ def core(api_client: Any) -> Any:
 @pytest.fixture
 def reader(api_client: Any, kube_server: KubeFakeServer) -> KubeReader:
     return KubeReader(api_client, KubeConfig(host=kube_server.url))
+
+
+@pytest.fixture
+def watches() -> Iterator[Callable[[Any], WatchStream]]:
+    """Open watches (`watches(core.list_node(watch=True, ..., _preload_content=False))`),
+    closed at the end of the test."""
+    opened: list[WatchStream] = []
+
+    def open_stream(response: Any) -> WatchStream:
+        opened.append(WatchStream(response))
+        return opened[-1]
+
+    yield open_stream
+    for stream in opened:
+        stream.close()

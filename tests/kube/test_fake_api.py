@@ -184,14 +184,20 @@ def test_version_and_discovery(kube_server: KubeFakeServer) -> None:
 
     assert http(kube_server, "/api")[2]["versions"] == ["v1"]
     resources = {r["name"]: r for r in http(kube_server, "/api/v1")[2]["resources"]}
-    assert set(resources) == {"namespaces", "nodes", "pods", "services"}
+    served = {"events", "namespaces", "nodes", "pods", "services"}
+    assert set(resources) == served | {
+        f"{r}/status" for r in ("namespaces", "nodes", "pods", "services")
+    }
     assert (resources["pods"]["namespaced"], resources["nodes"]["namespaced"]) == (True, False)
     assert resources["services"]["shortNames"] == ["svc"]
-    assert http(kube_server, "/apis")[2] == {
-        "kind": "APIGroupList",
-        "apiVersion": "v1",
-        "groups": [],
-    }
+    assert resources["events"]["verbs"] == ["get", "list", "watch"]  # a read-only view
+    groups = http(kube_server, "/apis")[2]
+    assert (groups["kind"], groups["apiVersion"]) == ("APIGroupList", "v1")
+    assert [g["preferredVersion"]["groupVersion"] for g in groups["groups"]] == [
+        "apps/v1",
+        "coordination.k8s.io/v1",
+        "events.k8s.io/v1",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -202,8 +208,10 @@ def test_version_and_discovery(kube_server: KubeFakeServer) -> None:
         ("/api/v1/nodes", "GET", TABLE, 406, "NotAcceptable"),  # Table only: not served
         ("/api/v1/nodes", "GET", "*/*", 200, None),
         ("/api/v1/nodes", "GET", "application/vnd.kubernetes.protobuf", 406, "NotAcceptable"),
-        ("/api/v1/nodes", "POST", None, 405, "MethodNotAllowed"),
-        ("/api/v1/nodes?watch=true", "GET", None, 405, "MethodNotAllowed"),
+        ("/api/v1/nodes", "PUT", None, 405, "MethodNotAllowed"),  # no update of a collection
+        ("/api/v1/nodes", "DELETE", None, 405, "MethodNotAllowed"),  # no deletecollection
+        ("/api/v1/pods", "POST", None, 405, "MethodNotAllowed"),  # create needs a namespace
+        ("/api/v1/namespaces/default/events/e", "DELETE", None, 405, "MethodNotAllowed"),
         ("/api/v1/pods/x", "GET", None, 404, "NotFound"),
         ("/api/v1/namespaces/default/nodes", "GET", None, 404, "NotFound"),
         ("/apis/apps/v1/deployments", "GET", None, 404, "NotFound"),

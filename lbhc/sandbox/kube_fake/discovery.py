@@ -1,15 +1,18 @@
-"""/version and legacy discovery (/api, /api/v1, /apis): enough for kubectl to map
-`nodes,services,pods` to paths. The fake answers plain application/json, which clients take as
-"no aggregated discovery" and fall back to these legacy documents."""
+"""/version and legacy discovery (/api, /api/v1, /apis, /apis/G, /apis/G/V): enough for
+kubectl to map `nodes`, `svc`, `ds`, `ev`, `leases` to paths.
+
+kubectl asks for aggregated discovery first (Accept: ...;as=APIGroupDiscoveryList, then plain
+application/json). The fake answers plain JSON, which clients take as "no aggregated
+discovery" and fall back to these legacy documents (tests/kube/test_kubectl.py runs kubectl
+1.27 to 1.33 through that path).
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from .resources import RESOURCES
-
-VERBS = ["get", "list"]  # only what is served; "watch" joins when the fake serves it
+from .resources import GROUP_VERSIONS, RESOURCES
 
 
 def version_body(git_version: str) -> dict[str, Any]:
@@ -44,22 +47,49 @@ def api_versions_body(server_address: str) -> dict[str, Any]:
     }
 
 
-def api_resource_list_body() -> dict[str, Any]:
+def api_resource_list_body(group_version: str = "v1") -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
     for resource in RESOURCES:
+        if resource.api_version != group_version:
+            continue
         entry: dict[str, Any] = {
             "name": resource.plural,
             "singularName": resource.singular,
             "namespaced": resource.namespaced,
             "kind": resource.kind,
-            "verbs": VERBS,
-            "shortNames": list(resource.short_names),
+            "verbs": list(resource.verbs),
         }
+        if resource.short_names:
+            entry["shortNames"] = list(resource.short_names)
         if resource.categories:
             entry["categories"] = list(resource.categories)
         resources.append(entry)
-    return {"kind": "APIResourceList", "groupVersion": "v1", "resources": resources}
+        if resource.status_subresource:
+            resources.append(
+                {
+                    "name": f"{resource.plural}/status",
+                    "singularName": "",
+                    "namespaced": resource.namespaced,
+                    "kind": resource.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+    return {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
+
+
+def _group(name: str) -> dict[str, Any]:
+    versions = [
+        {"groupVersion": gv, "version": gv.partition("/")[2]}
+        for gv in GROUP_VERSIONS
+        if gv.partition("/")[0] == name and "/" in gv
+    ]
+    return {"name": name, "versions": versions, "preferredVersion": versions[0]}
 
 
 def api_group_list_body() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+    groups = dict.fromkeys(gv.partition("/")[0] for gv in GROUP_VERSIONS if "/" in gv)
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in groups]}
+
+
+def api_group_body(name: str) -> dict[str, Any]:
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name)}

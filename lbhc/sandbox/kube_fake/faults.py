@@ -1,11 +1,14 @@
-"""Fault injection: failing requests and expiring continue tokens.
+"""Fault injection: failing requests (watches included), expiring continue tokens and
+cutting open watch streams.
 
-Every fault counts down and then stops, so a test states exactly how many requests it breaks.
+Every request fault counts down and then stops, so a test states exactly how many requests it
+breaks; drop_watches() cuts the streams open when it is called, not later ones.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .status import REASONS
@@ -32,6 +35,8 @@ class Faults:
         self._lock = threading.Lock()
         self._rules: list[_FailRule] = []
         self._expire_continue = 0
+        self._watch_epoch = 0
+        self._on_drop: list[Callable[[], None]] = []
 
     def fail_requests(
         self,
@@ -56,6 +61,26 @@ class Faults:
             raise ValueError("times must be >= 1")
         with self._lock:
             self._expire_continue += times
+
+    def drop_watches(self) -> None:
+        """Cut every open watch stream now, abruptly: the connection closes without the
+        terminating chunk, as when a load balancer or the apiserver drops it mid-stream."""
+        with self._lock:
+            self._watch_epoch += 1
+            listeners = list(self._on_drop)
+        for listener in listeners:
+            listener()
+
+    @property
+    def watch_epoch(self) -> int:
+        """Bumped by drop_watches(): a watch opened at another epoch must end."""
+        with self._lock:
+            return self._watch_epoch
+
+    def on_drop_watches(self, listener: Callable[[], None]) -> None:
+        """Call `listener` on drop_watches(), e.g. to wake the watchers so they notice."""
+        with self._lock:
+            self._on_drop.append(listener)
 
     def clear(self) -> None:
         with self._lock:

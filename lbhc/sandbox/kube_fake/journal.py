@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -11,3 +11,6 @@ class JournalEntry:
     path: str  # without the query, e.g. "/api/v1/namespaces/kube-system/pods"
     query: dict[str, str]  # first value of each parameter, as Go's url.Values.Get reads it
     status: int
+    # Who asked; left out of equality so entries compare by what was asked and answered.
+    user_agent: str = field(default="", compare=False)
+    client_id: str = field(default="", compare=False)  # the x-lbhc-client-id header

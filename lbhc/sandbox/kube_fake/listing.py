@@ -10,9 +10,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from bisect import bisect_left
 from collections.abc import Mapping
 from typing import Any
 
+from .events import present
 from .faults import Faults
 from .resources import Resource
 from .selectors import parse_field_selector, parse_label_selector
@@ -77,12 +79,18 @@ def list_body(
         raise _too_large(rv, store.resource_version) from None
     prefix = f"{namespace}/" if namespace else ""
     # Keys relative to the listed scope, as the token's start key is.
-    scoped = [(k[len(prefix) :], obj) for k, obj in entries if k.startswith(prefix)]
-    if start:
-        scoped = [(k, obj) for k, obj in scoped if k.encode() >= start.encode()]
+    scoped = (
+        [(k[len(prefix) :], obj) for k, obj in entries if k.startswith(prefix)]
+        if prefix
+        else entries
+    )
+    if start:  # keys are sorted bytewise: find the first at or after `start`
+        first = bisect_left(scoped, start.encode(), key=lambda pair: pair[0].encode())
+        scoped = scoped[first:]
     items: list[dict[str, Any]] = []
     last_index = len(scoped) - 1
-    for index, (_, obj) in enumerate(scoped):
+    for index, (_, stored) in enumerate(scoped):
+        obj = present(resource, stored)
         if labels.matches(obj) and fields.matches(obj):
             items.append({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})
         if limit and len(items) == limit:
@@ -95,7 +103,12 @@ def list_body(
         metadata["continue"] = encode_continue(rv, scoped[last_index][0] + "\x00")
         if labels.empty and fields.empty:  # etcd's count cannot apply selectors: omitted then
             metadata["remainingItemCount"] = len(scoped) - 1 - last_index
-    return {"kind": resource.list_kind, "apiVersion": "v1", "metadata": metadata, "items": items}
+    return {
+        "kind": resource.list_kind,
+        "apiVersion": resource.api_version,
+        "metadata": metadata,
+        "items": items,
+    }
 
 
 def _limit(text: str) -> int:

@@ -14,6 +14,7 @@ class Target(Enum):
     API_V1 = "api/v1"  # any group-version's APIResourceList; core's is /api/v1
     APIS = "apis"
     GROUP = "apis/group"
+    OPENAPI = "openapi/v3"  # the root, or a group-version's document (group_version: prefix)
     LIST = "list"
     GET = "get"  # one object, or its subresource
 
@@ -44,6 +45,8 @@ def resolve(path: str) -> Route | None:
     parts = path.split("/")[1:]
     if any(not part for part in parts):
         return None
+    if parts[:2] == ["openapi", "v3"]:
+        return Route(Target.OPENAPI, group_version="/".join(parts[2:]))
     if parts[:2] == ["api", "v1"]:
         group_version, rest = "v1", parts[2:]
     elif parts[0] == "apis" and len(parts) == 2:

@@ -116,7 +116,8 @@ def _qualified(plural: str, group: str) -> str:
 
 
 def _details(kind: str, name: str, group: str) -> dict[str, Any]:
-    return {"name": name, **({"group": group} if group else {}), "kind": kind}
+    # Go's omitempty: no empty name or group.
+    return {**({"name": name} if name else {}), **({"group": group} if group else {}), "kind": kind}
 
 
 @dataclass(frozen=True)
@@ -159,11 +160,11 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, message)
 
 
-def forbidden(verb: str, plural: str, namespace: str | None) -> ApiError:
+def forbidden(verb: str, plural: str, namespace: str | None, group: str = "") -> ApiError:
     scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
     return ApiError(
         403,
-        f'{plural} is forbidden: User "system:serviceaccount:kube-system:lbhc" cannot '
-        f'{verb} resource "{plural}" in API group "" {scope}',
-        details={"kind": plural},
+        f'{_qualified(plural, group)} is forbidden: User "system:serviceaccount:kube-system:lbhc" '
+        f'cannot {verb} resource "{plural}" in API group "{group}" {scope}',
+        details=_details(plural, "", group),
     )

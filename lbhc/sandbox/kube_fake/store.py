@@ -21,6 +21,7 @@ from typing import Any
 from .resources import BY_KIND, Resource, resource_for_kind
 
 Object = dict[str, Any]
+_READ_CACHE = 8  # recent (kind, resourceVersion) reads kept for the next pages
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Store:
         self._history: dict[str, dict[str, list[Revision]]] = {kind: {} for kind in BY_KIND}
         self._log: list[Change] = []
         self._log_start = 0  # changes before this index are compacted away
+        self._reads: dict[tuple[str, int], list[tuple[str, Object]]] = {}
 
     @property
     def resource_version(self) -> int:
@@ -135,19 +137,30 @@ class Store:
 
     def read(self, kind: str, rv: int | None = None) -> list[tuple[str, Object]]:
         """(key, object) at resourceVersion `rv` (default: now), sorted by key as etcd
-        returns them. The objects are the stored ones: copy before handing them out."""
+        returns them. The list and objects are shared: copy before changing or handing out."""
         with self.lock:
             rv = self._rv if rv is None else rv
             if rv < self._compacted:
                 raise TooOld(rv)
             if rv > self._rv:
                 raise TooNew(rv)
+            # What a kind held at a version never changes: a paged list reads it once.
+            if (cached := self._reads.get((kind, rv))) is not None:
+                return cached
             found: list[tuple[str, Object]] = []
             for key, revisions in self._history[kind].items():
-                index = bisect_right(revisions, rv, key=lambda revision: revision.rv)
-                if index and (obj := revisions[index - 1].obj) is not None:
+                if revisions[-1].rv <= rv:  # the common case: reading now
+                    obj = revisions[-1].obj
+                else:
+                    index = bisect_right(revisions, rv, key=lambda revision: revision.rv)
+                    obj = revisions[index - 1].obj if index else None
+                if obj is not None:
                     found.append((key, obj))
         found.sort(key=lambda pair: pair[0].encode())  # etcd orders keys bytewise
+        with self.lock:
+            self._reads[(kind, rv)] = found
+            while len(self._reads) > _READ_CACHE:
+                del self._reads[next(iter(self._reads))]
         return found
 
     def changes_since(self, rv: int) -> list[Change]:
