@@ -31,6 +31,7 @@ from lbhc.model.cluster import ClusterSnapshot, Namespace
 log = logging.getLogger(__name__)
 L = TypeVar("L", bound=ObjectList)
 PAGE_SIZE = 500
+_LEASES = "/apis/coordination.k8s.io/v1"
 EXPIRED = 410
 
 
@@ -109,8 +110,8 @@ class WatchStream:
 
 class KubeApi:
     """Every call lbhc makes to the Kubernetes API, raw in and raw out: callers decode into
-    projections. Bodies for Leases and Events are plain dicts so timestamps are sent exactly
-    as formatted (the client's datetime serialisation can break MicroTime, kubernetes#89156)."""
+    projections. Leases and Events go out as plain JSON so timestamps are sent exactly as
+    formatted (see _raw)."""
 
     def __init__(
         self,
@@ -121,9 +122,8 @@ class KubeApi:
     ) -> None:
         from kubernetes import client
 
+        self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
-        self._coordination = client.CoordinationV1Api(api_client)
-        self._events = client.EventsV1Api(api_client)
         self._timeout = (config.connect_timeout_sec, config.read_timeout_sec)
         self._watch_read_timeout = config.watch_read_timeout_sec
         self._namespace = kube_proxy_namespace
@@ -167,45 +167,45 @@ class KubeApi:
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            response = self._coordination.read_namespaced_lease(
-                name, namespace, _preload_content=False, _request_timeout=self._timeout
-            )
+            return self._raw("GET", f"{_LEASES}/namespaces/{namespace}/leases/{name}")
         except Exception as exc:
             if status_of(exc) == 404:
                 return None
             raise
-        body: dict[str, Any] = json.loads(_data(response))
-        return body
 
     def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self._coordination.create_namespaced_lease(
-            namespace,
-            body,  # type: ignore[arg-type]  # a raw dict on purpose: see the class docstring
-            _preload_content=False,
-            _request_timeout=self._timeout,
-        )
-        created: dict[str, Any] = json.loads(_data(response))
-        return created
+        return self._raw("POST", f"{_LEASES}/namespaces/{namespace}/leases", body)
 
     def replace_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """A stale metadata.resourceVersion gets 409: someone else wrote the Lease first."""
-        response = self._coordination.replace_namespaced_lease(
-            name,
-            namespace,
-            body,  # type: ignore[arg-type]  # a raw dict on purpose
-            _preload_content=False,
-            _request_timeout=self._timeout,
-        )
-        replaced: dict[str, Any] = json.loads(_data(response))
-        return replaced
+        return self._raw("PUT", f"{_LEASES}/namespaces/{namespace}/leases/{name}", body)
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
-        self._events.create_namespaced_event(
-            namespace,
-            body,  # type: ignore[arg-type]  # a raw dict on purpose
-            _preload_content=False,
-            _request_timeout=self._timeout,
+        self._raw("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
+
+    def _raw(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Below the typed API methods on purpose: they validate a dict body into the client's
+        model and re-serialise its timestamps with isoformat(), which drops the fraction when
+        microseconds are 0 and makes the API reject the MicroTime (kubernetes#89156)."""
+        from kubernetes.client.exceptions import ApiException
+
+        client = self._api_client
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        method, url, headers, body, _ = client.param_serialize(
+            method=method,
+            resource_path=path,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
         )
+        response = client.call_api(
+            method, url, header_params=headers, body=body, _request_timeout=self._timeout
+        )
+        response.read()
+        if not 200 <= response.status < 300:
+            raise ApiException(http_resp=response)
+        result: dict[str, Any] = json.loads(response.data) if response.data else {}
+        return result
 
 
 class KubeReader:

@@ -1,0 +1,155 @@
+"""Both fakes over HTTP and real controllers in threads: the integration tests' world."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lbhc.controller.app import ControllerApp, RunOptions
+from lbhc.model.cloud import http_health_check_url
+from lbhc.model.cluster import Node, Service
+from lbhc.planner.names import cluster_id_from_uid, shared_resource_name, target_pool_name
+from lbhc.sandbox.cloud_provider import provision_load_balancers
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
+from lbhc.settings import load_settings
+
+PROJECT, REGION = "proj", "us-central1"
+KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "kube-system"))
+NAME = shared_resource_name("k8s-l4-healthcheck", cluster_id_from_uid(KUBE_SYSTEM_UID))
+URL = http_health_check_url(PROJECT, NAME)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Poll until `condition()` is truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        time.sleep(0.02)
+
+
+def node_obj(name: str, kubelet: str = "v1.31.4") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "spec": {"providerID": f"gce://{PROJECT}/{REGION}-a/{name}"},
+        "status": {"nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": ""}},
+    }
+
+
+def service_obj(name: str, namespace: str = "default", policy: str = "Cluster") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{name}")),
+        },
+        "spec": {
+            "type": "LoadBalancer",
+            "externalTrafficPolicy": policy,
+            "ports": [{"port": 80, "protocol": "TCP"}],
+        },
+    }
+
+
+def pool_name(namespace: str, name: str) -> str:
+    return target_pool_name(str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{name}")))
+
+
+@dataclass
+class World:
+    compute: ComputeFake
+    compute_url: str
+    kube: KubeFake
+    kube_server: KubeFakeServer
+    apps: list[ControllerApp] = field(default_factory=list)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def add_service(self, name: str, namespace: str = "default", policy: str = "Cluster") -> str:
+        """The Service in the API and its LB in GCE, as the cloud provider would make it."""
+        obj = self.kube.upsert(service_obj(name, namespace, policy))
+        svc = Service.model_validate(obj)
+        nodes = [Node.model_validate(n) for n in self.kube.objects("Node")]
+        provision_load_balancers(self.compute, PROJECT, REGION, [svc], nodes)
+        return target_pool_name(svc.metadata.uid)
+
+    def pool_checks(self, pool: str) -> list[str]:
+        return list(self.compute.target_pools(PROJECT, REGION)[pool].get("healthChecks", []))
+
+    def attached(self, pool: str) -> bool:
+        return self.pool_checks(pool) == [URL]
+
+    def start(self, identity: str = "replica-a", **overrides: Any) -> ControllerApp:
+        settings = load_settings(
+            project=PROJECT,
+            region=REGION,
+            node_tags="gke-node",
+            gce_endpoint=self.compute_url,
+            gce_backoff_initial_sec=0.05,
+            gce_backoff_max_sec=0.2,
+        )
+        options = RunOptions(
+            leader_elect=False,
+            identity=identity,
+            kube_host=self.kube_server.url,
+            http_address="127.0.0.1:0",
+            resync_period=30.0,
+            lease_namespace="lbhc-system",
+            lease_duration=3.0,
+            renew_deadline=2.0,
+            retry_period=0.25,
+            watch_timeout_sec=30,
+        )
+        app = ControllerApp(settings, replace(options, **overrides))
+        thread = threading.Thread(target=app.run, name=f"controller-{identity}", daemon=True)
+        thread.start()
+        self.apps.append(app)
+        self.threads.append(thread)
+        return app
+
+    def stop(self, app: ControllerApp) -> None:
+        app.stop()
+        thread = self.threads[self.apps.index(app)]
+        thread.join(timeout=15)
+        assert not thread.is_alive(), "controller did not stop"
+
+    def mutations(self) -> list[Any]:
+        return self.compute.mutating_requests()
+
+
+@contextmanager
+def world(operation_latency: float = 0.0) -> Iterator[World]:
+    compute = ComputeFake(operation_latency=operation_latency)
+    compute.add_network(PROJECT, "default")
+    kube = KubeFake()
+    kube.upsert(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "kube-system", "uid": KUBE_SYSTEM_UID},
+        }
+    )
+    kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lbhc-system"}})
+    for i in range(3):
+        kube.upsert(node_obj(f"node-{i}"))
+    with ComputeFakeServer(compute) as compute_server, KubeFakeServer(kube) as kube_server:
+        w = World(compute, compute_server.url, kube, kube_server)
+        try:
+            yield w
+        finally:
+            for app in list(w.apps):
+                app.stop()
+            for thread in w.threads:
+                thread.join(timeout=15)

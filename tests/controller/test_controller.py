@@ -1,0 +1,163 @@
+"""The real controller against both fakes over HTTP: convergence, reaction to watch events,
+recovery from dropped watches and 410s, static stability, restarts, leader election."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+from tests.controller.harness import NAME, PROJECT, wait_for, world
+
+
+def removals(mutations: list[object]) -> list[object]:
+    return [m for m in mutations if m.method == "DELETE" or m.path.endswith("removeHealthCheck")]  # type: ignore[attr-defined]
+
+
+def test_converges_from_empty_and_reacts_to_a_new_service() -> None:
+    with world() as w:
+        pools = [w.add_service(f"svc-{i}") for i in range(3)]
+        local = w.add_service("local", policy="Local")
+        app = w.start()
+        wait_for(lambda: all(w.attached(p) for p in pools), what="initial convergence")
+        assert w.pool_checks(local) == []
+        assert list(w.compute.http_health_checks(PROJECT)) == [NAME]
+        assert list(w.compute.firewalls(PROJECT)) == [NAME]
+
+        new = w.add_service("late")
+        wait_for(lambda: w.attached(new), timeout=5, what="a new Service attached within seconds")
+
+        w.kube.patch("Service", "default", "svc-0", {"spec": {"externalTrafficPolicy": "Local"}})
+        wait_for(lambda: w.pool_checks(pools[0]) == [], timeout=5, what="flipped ETP detached")
+        assert app.controller is not None and app.controller.passes >= 2
+
+
+def test_dry_run_makes_no_mutation_and_exports_its_plan() -> None:
+    with world() as w:
+        w.add_service("web")
+        app = w.start(dry_run=True)
+        wait_for(
+            lambda: app.controller is not None and app.controller.last_plan is not None,
+            what="a dry-run pass",
+        )
+        assert app.controller is not None and app.controller.last_plan is not None
+        assert {c.action.value for c in app.controller.last_plan.changes} == {"create", "attach"}
+        assert app.http is not None
+        exported = json.loads(urllib.request.urlopen(f"{app.http.url}/plan").read())
+        assert exported["summary"]["attach"] == 1 and exported["summary"]["create"] == 2
+        assert w.mutations() == []
+
+
+def test_watch_dropped_and_410_recover_without_missing_a_change() -> None:
+    with world() as w:
+        first = w.add_service("first")
+        w.start()
+        wait_for(lambda: w.attached(first), what="convergence")
+
+        w.kube.faults.drop_watches()
+        second = w.add_service("second")
+        wait_for(lambda: w.attached(second), timeout=5, what="change after a dropped watch")
+
+        w.kube.compact()  # history gone: resuming from the last version gets 410
+        w.kube.faults.drop_watches()
+        third = w.add_service("third")
+        wait_for(lambda: w.attached(third), timeout=5, what="change after a 410 relist")
+
+
+def test_api_server_gone_mid_run_causes_no_removal() -> None:
+    with world() as w:
+        pools = [w.add_service(f"svc-{i}") for i in range(2)]
+        app = w.start(resync_period=0.3)
+        wait_for(lambda: all(w.attached(p) for p in pools), what="convergence")
+        port = int(w.kube_server.url.rsplit(":", 1)[1])
+        w.kube_server.stop()
+        # While the API is unreachable the cluster changes: the Service no longer wants it.
+        w.kube.patch("Service", "default", "svc-0", {"spec": {"externalTrafficPolicy": "Local"}})
+        w.compute.clear_journal()
+        assert app.controller is not None
+        passes = app.controller.passes
+        wait_for(
+            lambda: app.controller is not None and app.controller.passes >= passes + 3,
+            what="resync passes while the API server is down",
+        )
+        assert removals(w.mutations()) == []
+        assert all(w.attached(p) for p in pools)
+
+        from lbhc.sandbox.kube_fake import KubeFakeServer
+
+        w.kube_server = KubeFakeServer(w.kube, port=port).start()
+        wait_for(
+            lambda: w.pool_checks(pools[0]) == [],
+            timeout=15,
+            what="the deletion acted on once the API is back",
+        )
+
+
+def test_health_metrics_and_events_endpoints() -> None:
+    with world() as w:
+        pool = w.add_service("web")
+        app = w.start()
+        wait_for(lambda: w.attached(pool), what="convergence")
+        assert app.http is not None
+        base = app.http.url
+        assert urllib.request.urlopen(f"{base}/healthz").status == 200
+        wait_for(lambda: urllib.request.urlopen(f"{base}/readyz").status == 200, what="ready")
+        metrics = urllib.request.urlopen(f"{base}/metrics").read().decode()
+        assert 'lbhc_reconciles_total{result="ok"}' in metrics
+        assert "lbhc_gce_calls_total" in metrics and 'call="add_health_check"' in metrics
+        events = wait_for(
+            lambda: [
+                e for e in w.kube.objects("Event") if e.get("reason") == "HealthCheckAttached"
+            ],
+            what="an attach Event",
+        )
+        event = events[0]
+        assert event["regarding"]["kind"] == "Service" and event["regarding"]["name"] == "web"
+        assert event["reportingController"] == "lbhc.dev/controller"
+        assert json.dumps(event)  # a valid object the API accepted (eventTime validated there)
+
+
+def test_restart_mid_apply_converges_with_nothing_leaked() -> None:
+    with world(operation_latency=0.3) as w:
+        pools = [w.add_service(f"svc-{i}") for i in range(6)]
+        first = w.start(identity="first")
+        wait_for(
+            lambda: any(m.path.endswith("addHealthCheck") for m in w.mutations()),
+            what="the first apply under way",
+        )
+        w.stop(first)
+        w.start(identity="second")
+        wait_for(lambda: all(w.attached(p) for p in pools), timeout=20, what="convergence")
+        assert list(w.compute.http_health_checks(PROJECT)) == [NAME]
+        assert list(w.compute.firewalls(PROJECT)) == [NAME]
+        inserts = [
+            m
+            for m in w.mutations()
+            if m.method == "POST" and m.path.endswith(("/httpHealthChecks", "/firewalls"))
+        ]
+        assert len([m for m in inserts if m.status == 200]) == 2
+
+
+def test_two_replicas_only_the_leader_writes_across_a_leader_change() -> None:
+    with world() as w:
+        pools = [w.add_service(f"svc-{i}") for i in range(2)]
+        a = w.start(identity="replica-a", leader_elect=True)
+        b = w.start(identity="replica-b", leader_elect=True)
+        wait_for(lambda: all(w.attached(p) for p in pools), what="convergence")
+        leader = next(app for app in (a, b) if app.elector and app.elector.may_write())
+        follower = b if leader is a else a
+        w.stop(leader)  # releases the lease on a clean shutdown
+        late = w.add_service("after-failover")
+        wait_for(lambda: w.attached(late), timeout=15, what="the new leader attaching")
+
+        lease_duration = 3.0
+        renewals = {app.identity: list(app.elector.renewals) for app in (a, b) if app.elector}
+        for m in w.mutations():
+            mine = [r for r in renewals[m.client_id] if r <= m.time]
+            assert mine, f"{m.client_id} wrote at {m.time} before ever holding the lease"
+            assert m.time < mine[-1] + lease_duration, f"{m.client_id} wrote after its lease"
+            others = [r for who, rs in renewals.items() if who != m.client_id for r in rs]
+            assert not any(mine[-1] < r <= m.time for r in others), (
+                f"{m.client_id} wrote at {m.time} while another replica held the lease"
+            )
+        assert {m.client_id for m in w.mutations()} <= {a.identity, b.identity}
+        assert any(m.client_id == follower.identity for m in w.mutations())
