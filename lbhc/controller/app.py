@@ -21,6 +21,7 @@ from lbhc.controller.metrics import Metrics
 from lbhc.controller.reflector import Reflector
 from lbhc.controller.trigger import Trigger
 from lbhc.gce.client import GceClient
+from lbhc.httpserver import LoopbackServer
 from lbhc.kube.client import (
     KubeApi,
     KubeConfig,
@@ -29,7 +30,6 @@ from lbhc.kube.client import (
     make_api_client,
     read_kube_system_uid,
 )
-from lbhc.sandbox.loopback import LoopbackServer
 from lbhc.settings import Settings
 
 log = logging.getLogger(__name__)

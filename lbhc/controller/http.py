@@ -10,7 +10,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from lbhc.controller.metrics import Metrics
-from lbhc.sandbox.loopback import LoopbackServer
+from lbhc.httpserver import LoopbackServer
 
 
 def health_server(

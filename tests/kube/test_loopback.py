@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lbhc.sandbox.loopback import Body, LoopbackServer
+from lbhc.httpserver import Body, LoopbackServer
 
 BOUND_SEC = 3.0  # generous for a loaded machine; the fast paths take a tick (~0.1 s)
 

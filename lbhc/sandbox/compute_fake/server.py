@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..loopback import LoopbackServer
+from lbhc.httpserver import LoopbackServer
+
 from .fake import ComputeFake
 
 

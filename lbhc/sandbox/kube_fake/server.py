@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from ..loopback import Body, LoopbackServer
+from lbhc.httpserver import Body, LoopbackServer
+
 from .fake import KubeFake
 
 

@@ -1,15 +1,6 @@
-"""A real HTTP/1.1 server on 127.0.0.1 in a background thread, for the fakes: real clients
-talk to them over real sockets, exactly as they would to Google or a kube-apiserver.
-
-A dispatch returns its body either as bytes (sent with Content-Length) or as an iterable of
-bytes chunks, streamed with `Transfer-Encoding: chunked` as a kube-apiserver streams a watch:
-
-- every non-empty chunk is written (and so flushed) at once;
-- an empty chunk sends nothing: it is a tick that lets the server notice a client that went
-  away or a stop(), so a stream must yield at least every fraction of a second while idle;
-- an exception raised by the iterator cuts the connection abruptly, without the terminating
-  chunk, as a crashed server or a dropped connection would (that is how faults are injected).
-"""
+"""A small threaded HTTP/1.1 server: the controller's /healthz, /readyz and /metrics, and the
+fakes that real clients talk to over real sockets. Responses are whole bodies or chunked
+streams (watches)."""
 
 from __future__ import annotations
 
