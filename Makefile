@@ -45,3 +45,4 @@ BENCH_JSON ?= bench-results.json
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.plan_bench --json $(BENCH_JSON)
 	$(BIN)/python -m tests.bench.cache_bench --json cache-$(BENCH_JSON)
+	$(BIN)/python -m tests.bench.controller_bench --json controller-$(BENCH_JSON)

@@ -51,3 +51,13 @@ def test_cache_bench_smoke(tmp_path: Path) -> None:
     assert figures["heartbeat_reconciles"] == 0  # heartbeats never trigger a pass
     assert figures["taint_reconciles"] == 5
     assert figures["heap_ratio"] > 1
+
+
+def test_controller_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench.controller_bench import main as controller_main
+
+    out = tmp_path / "controller.json"
+    assert controller_main(["--services", "3", "--warm", "2", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["new_services"] == 3
+    assert 0 < figures["attached_median_ms"] <= figures["attached_max_ms"]

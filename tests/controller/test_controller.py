@@ -161,3 +161,37 @@ def test_two_replicas_only_the_leader_writes_across_a_leader_change() -> None:
             )
         assert {m.client_id for m in w.mutations()} <= {a.identity, b.identity}
         assert any(m.client_id == follower.identity for m in w.mutations())
+
+
+def test_a_leader_that_cannot_renew_stops_writing_before_the_other_takes_over() -> None:
+    with world() as w:
+        pools = [w.add_service(f"svc-{i}") for i in range(2)]
+        a = w.start(identity="replica-a", leader_elect=True)
+        b = w.start(identity="replica-b", leader_elect=True)
+        wait_for(lambda: all(w.attached(p) for p in pools), what="convergence")
+        leader = next(app for app in (a, b) if app.elector and app.elector.may_write())
+        other = b if leader is a else a
+        assert leader.elector is not None and other.elector is not None
+        leader.elector._stop.set()  # hung: keeps running, never renews, never releases
+        # Keep the hung leader wanting to write while its lease runs out.
+        more = [w.add_service(f"during-{i}") for i in range(3)]
+        wait_for(other.elector.may_write, timeout=20, what="the other replica taking over")
+        after = [w.add_service(f"after-{i}") for i in range(2)]
+        wait_for(
+            lambda: all(w.attached(p) for p in more + after),
+            timeout=20,
+            what="the new leader converging",
+        )
+        assert any(m.client_id == other.identity for m in w.mutations())
+
+        lease_duration = 3.0
+        renewals = {app.identity: list(app.elector.renewals) for app in (a, b) if app.elector}
+        for m in w.mutations():
+            mine = [r for r in renewals[m.client_id] if r <= m.time]
+            assert mine and m.time < mine[-1] + lease_duration, m
+            others = [r for who, rs in renewals.items() if who != m.client_id for r in rs]
+            assert not any(mine[-1] < r <= m.time for r in others), m
+        last_renew = renewals[leader.identity][-1]
+        takeover = min(r for r in renewals[other.identity] if r > last_renew)
+        # The other replica waited out the whole lease on its own clock before acquiring.
+        assert takeover >= last_renew + lease_duration - 0.5
