@@ -195,3 +195,50 @@ def test_a_leader_that_cannot_renew_stops_writing_before_the_other_takes_over() 
         takeover = min(r for r in renewals[other.identity] if r > last_renew)
         # The other replica waited out the whole lease on its own clock before acquiring.
         assert takeover >= last_renew + lease_duration - 0.5
+
+
+def test_drift_repair_and_fallback_are_reported_as_events() -> None:
+    with world() as w:
+        pool = w.add_service("web")
+        app = w.start(resync_period=0.5)
+        wait_for(lambda: w.attached(pool), what="convergence")
+        # Someone lowers the check's interval by hand: the next resync restores it.
+        status, _, body = w.compute.handle(
+            "PATCH",
+            f"/compute/v1/projects/{PROJECT}/global/httpHealthChecks/{NAME}",
+            None,
+            {"Content-Type": "application/json"},
+            json.dumps({"checkIntervalSec": 2}).encode(),
+        )
+        assert status == 200, body
+        wait_for(
+            lambda: w.compute.http_health_checks(PROJECT)[NAME]["checkIntervalSec"] == 8,
+            what="drift repaired",
+        )
+        repaired = wait_for(
+            lambda: [e for e in w.kube.objects("Event") if e.get("reason") == "Repaired"],
+            what="a Repaired Event",
+        )
+        assert repaired[0]["regarding"]["kind"] == "Lease"
+        assert "checkIntervalSec" in repaired[0]["note"]
+
+        # A node with a kube-proxy too old for /healthz joins: fallback detaches everywhere.
+        from tests.controller.harness import node_obj
+
+        w.kube.upsert(node_obj("ancient", kubelet="v1.6.13"))
+        wait_for(lambda: w.pool_checks(pool) == [], what="fallback detaching")
+        too_old = wait_for(
+            lambda: [e for e in w.kube.objects("Event") if e.get("reason") == "KubeProxyTooOld"],
+            what="node Event",
+        )
+        assert too_old[0]["regarding"] == {"apiVersion": "v1", "kind": "Node", "name": "ancient"}
+        assert too_old[0]["type"] == "Warning"
+        metrics = urllib.request.urlopen(f"{app.http.url}/metrics").read().decode()  # type: ignore[union-attr]
+        assert "lbhc_fallback_active 1.0" in metrics
+
+        w.kube.delete("Node", None, "ancient")
+        wait_for(lambda: w.attached(pool), what="check attached again after fallback")
+        wait_for(
+            lambda: [e for e in w.kube.objects("Event") if e.get("reason") == "FallbackLeft"],
+            what="a FallbackLeft Event",
+        )
