@@ -26,6 +26,7 @@ from lbhc.kube.client import KubeApi, KubeConfig, Resource, list_all, make_api_c
 from lbhc.kube.decode import NodeList, PodList, ServiceList
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.bench import objects
+from tests.bench.report import emit
 
 
 def list_bytes(kind: str, items: list[dict[str, Any]]) -> bytes:
@@ -169,11 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_http:
         figures.update(bench_list_over_http(nodes, services, pods))
     figures.update(bench_node_events(nodes, args.events))
-    for key, value in figures.items():
-        print(f"{key:36} {value}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    return 0
+    return emit(figures, args.json)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,12 @@ fakes over HTTP, a zero-latency Compute fake, the real controller. Run: `make be
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+from tests.bench.report import emit
 from tests.controller.harness import wait_for, world
 
 
@@ -44,11 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     figures = bench_event_to_attached(args.services, args.warm)
-    for key, value in figures.items():
-        print(f"{key:36} {value}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    return 0
+    return emit(figures, args.json)
 
 
 if __name__ == "__main__":

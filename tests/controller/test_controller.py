@@ -6,7 +6,25 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from tests.controller.harness import NAME, PROJECT, wait_for, world
+from lbhc.controller.app import ControllerApp
+from tests.controller.harness import NAME, PROJECT, World, wait_for, world
+
+
+def assert_writes_inside_lease_windows(
+    w: World, apps: tuple[ControllerApp, ...], lease_duration: float = 3.0
+) -> dict[str, list[float]]:
+    """Every GCE mutation came from a replica inside its own lease window: it had renewed
+    before the write, less than a lease duration before, and no one else renewed since."""
+    renewals = {app.identity: list(app.elector.renewals) for app in apps if app.elector}
+    for m in w.mutations():
+        mine = [r for r in renewals[m.client_id] if r <= m.time]
+        assert mine, f"{m.client_id} wrote at {m.time} before ever holding the lease"
+        assert m.time < mine[-1] + lease_duration, f"{m.client_id} wrote after its lease"
+        others = [r for who, rs in renewals.items() if who != m.client_id for r in rs]
+        assert not any(mine[-1] < r <= m.time for r in others), (
+            f"{m.client_id} wrote at {m.time} while another replica held the lease"
+        )
+    return renewals
 
 
 def removals(mutations: list[object]) -> list[object]:
@@ -149,16 +167,7 @@ def test_two_replicas_only_the_leader_writes_across_a_leader_change() -> None:
         late = w.add_service("after-failover")
         wait_for(lambda: w.attached(late), timeout=15, what="the new leader attaching")
 
-        lease_duration = 3.0
-        renewals = {app.identity: list(app.elector.renewals) for app in (a, b) if app.elector}
-        for m in w.mutations():
-            mine = [r for r in renewals[m.client_id] if r <= m.time]
-            assert mine, f"{m.client_id} wrote at {m.time} before ever holding the lease"
-            assert m.time < mine[-1] + lease_duration, f"{m.client_id} wrote after its lease"
-            others = [r for who, rs in renewals.items() if who != m.client_id for r in rs]
-            assert not any(mine[-1] < r <= m.time for r in others), (
-                f"{m.client_id} wrote at {m.time} while another replica held the lease"
-            )
+        assert_writes_inside_lease_windows(w, (a, b))
         assert {m.client_id for m in w.mutations()} <= {a.identity, b.identity}
         assert any(m.client_id == follower.identity for m in w.mutations())
 
@@ -184,13 +193,8 @@ def test_a_leader_that_cannot_renew_stops_writing_before_the_other_takes_over() 
         )
         assert any(m.client_id == other.identity for m in w.mutations())
 
+        renewals = assert_writes_inside_lease_windows(w, (a, b))
         lease_duration = 3.0
-        renewals = {app.identity: list(app.elector.renewals) for app in (a, b) if app.elector}
-        for m in w.mutations():
-            mine = [r for r in renewals[m.client_id] if r <= m.time]
-            assert mine and m.time < mine[-1] + lease_duration, m
-            others = [r for who, rs in renewals.items() if who != m.client_id for r in rs]
-            assert not any(mine[-1] < r <= m.time for r in others), m
         last_renew = renewals[leader.identity][-1]
         takeover = min(r for r in renewals[other.identity] if r > last_renew)
         # The other replica waited out the whole lease on its own clock before acquiring.
