@@ -174,7 +174,7 @@ class ControllerApp:
 
     def stop(self) -> None:
         self.stop_event.set()
-        self.trigger.fire("shutdown")
+        self.trigger.close()
 
     def _watch_restarted(self, resource: Resource, why: str) -> None:
         self.metrics.watch_restarts.labels(resource.value).inc()

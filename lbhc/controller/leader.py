@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,12 @@ class LeaseConfig:
                 "leader election needs retry period < renew deadline < lease duration, got "
                 f"{self.retry_period} s, {self.renew_deadline} s, {self.lease_duration} s"
             )
+
+    @property
+    def lease_seconds(self) -> int:
+        """What the Lease says, and so what others wait: whole seconds, rounded UP so a
+        fractional duration never lets anyone take over before our renew deadline."""
+        return math.ceil(self.lease_duration)
 
 
 class LeaseElector:
@@ -80,8 +87,9 @@ class LeaseElector:
         """Stop renewing; on a clean shutdown also release, so a successor need not wait."""
         self._stop.set()
         if self._thread.ident is not None:
-            self._thread.join(timeout=self.config.retry_period + 5)
-        if release and self.may_write():
+            # Long enough for a request in flight to time out (the read timeout is 30 s).
+            self._thread.join(timeout=self.config.retry_period + 35)
+        if release and self.may_write() and not self._thread.is_alive():
             self._release()
         self._renewed_at = None
         self._notify()
@@ -108,8 +116,10 @@ class LeaseElector:
 
     def try_acquire_or_renew(self) -> bool:
         """One round. True when this replica holds the lease afterwards."""
-        now = self._clock()
+        now = self._clock()  # before the request: our own window errs on the short side
         lease = self._api.get_lease(self.config.namespace, self.config.name)
+        if self._stop.is_set():
+            return False  # stopped while the request was in flight: acquire nothing
         if lease is None:
             self._api.create_lease(self.config.namespace, self._body(None, transitions=0))
             self._renewed(now)
@@ -118,7 +128,8 @@ class LeaseElector:
         holder = spec.get("holderIdentity") or ""
         record = (holder, str(spec.get("renewTime", "")))
         if record != self._observed:
-            self._observed, self._observed_at = record, now
+            # After the response: someone else's lease is dated no earlier than we saw it.
+            self._observed, self._observed_at = record, self._clock()
         mine = holder == self.config.identity
         duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
         if not mine and holder and now < self._observed_at + duration:
@@ -145,7 +156,7 @@ class LeaseElector:
         spec = dict((lease or {}).get("spec") or {})
         spec.update(
             holderIdentity=self.config.identity,
-            leaseDurationSeconds=int(self.config.lease_duration),
+            leaseDurationSeconds=self.config.lease_seconds,
             renewTime=now,
             leaseTransitions=transitions,
         )

@@ -79,6 +79,7 @@ class Reflector:
             target=self._run, name=f"reflector-{resource.name.lower()}", daemon=True
         )
         self.resource_version = ""
+        self._events_since_list = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -100,19 +101,20 @@ class Reflector:
                     need_list = False
                 self._watch()
                 self._backoff.reset()
-            except WatchExpired:
-                self._restarted("expired (410): relisting")
-                need_list = True
             except Exception as exc:
                 if self._stop.is_set():
                     return
-                if status_of(exc) == EXPIRED:
+                expired = isinstance(exc, WatchExpired) or status_of(exc) == EXPIRED
+                if expired:
                     self._restarted("expired (410): relisting")
                     need_list = True
-                    continue
-                problem = f"watch failed: {describe(exc)}"
-                self._cache.mark_problem(self.resource, problem)
-                self._restarted(problem)
+                    if self._events_since_list > 0:
+                        continue  # history moved on while we watched: relist at once
+                    # Expired again right after a list: do not spin on full relists.
+                else:
+                    problem = f"watch failed: {describe(exc)}"
+                    self._cache.mark_problem(self.resource, problem)
+                    self._restarted(problem)
                 self._stop.wait(self._backoff.next())
 
     def _restarted(self, why: str) -> None:
@@ -123,6 +125,7 @@ class Reflector:
         self._cache.mark_problem(self.resource, "relist in progress")
         listed = list_all(self._api, self.resource, _LISTS[self.resource])
         self.resource_version = listed.metadata.resource_version
+        self._events_since_list = 0
         if self._cache.replace(self.resource, listed.items):
             self._on_change(f"{self.resource} listed")
         else:
@@ -132,15 +135,18 @@ class Reflector:
         # Randomised like client-go, so many watches do not all reconnect at once.
         timeout = int(self._watch_timeout_sec * (1 + random.random()))
         self._stream = self._api.watch(self.resource, self.resource_version, timeout)
-        was_problem = self._cache.has_problem(self.resource)
-        self._cache.mark_connected(self.resource)
-        if was_problem:
-            self._on_change(f"{self.resource} watch reconnected")
         try:
             for line in self._stream:
                 if self._stop.is_set():
                     return
                 self._handle(line)
+                self._events_since_list += 1
+                # Fresh again only once the stream has delivered something: an open
+                # connection alone may still be about to replay what we missed, or to
+                # answer 410 in-stream.
+                if self._cache.has_problem(self.resource):
+                    self._cache.mark_connected(self.resource)
+                    self._on_change(f"{self.resource} watch resumed")
         finally:
             self._stream = None
 

@@ -14,7 +14,14 @@ class Trigger:
         self._cond = threading.Condition()
         self._pending: list[str] = []
         self._not_before = 0.0  # set by a failed pass: backoff before the retry
+        self._closed = False
         self._clock = clock
+
+    def close(self) -> None:
+        """Ends any wait at once, backoff included: shutdown must not wait out a retry."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
     def fire(self, reason: str) -> None:
         with self._cond:
@@ -31,15 +38,14 @@ class Trigger:
         seconds to finish arriving, honour any backoff, and take every pending reason."""
         deadline = self._clock() + timeout
         with self._cond:
-            while not self._pending:
+            while not self._pending and not self._closed:
                 remaining = deadline - self._clock()
                 if remaining <= 0:
                     return []
                 self._cond.wait(remaining)
             hold = max(coalesce, self._not_before - self._clock())
-        if hold > 0:
-            time.sleep(hold)
-        with self._cond:
+            if hold > 0:
+                self._cond.wait_for(lambda: self._closed, hold)
             reasons, self._pending = self._pending, []
             self._not_before = 0.0
             return reasons

@@ -121,9 +121,9 @@ class GceClient:
         bucket = self._mutation_bucket if mutating else self._read_bucket
 
         def attempt() -> T:
+            bucket.acquire()  # may sleep: the leadership check must come after it
             if mutating and self._write_guard is not None and not self._write_guard():
                 raise NotLeader(f"{what}: this replica may not write to GCE (not the leader)")
-            bucket.acquire()
             try:
                 result = fn()
             except Exception as exc:

@@ -108,3 +108,27 @@ def test_run_flags_follow_kubernetes_conventions() -> None:
     assert args.leader_elect_lease_duration == 20.0
     defaults = build_parser().parse_args(["run"])
     assert (defaults.leader_elect, defaults.dry_run, defaults.log_format) == (True, False, "json")
+
+
+def test_closing_the_trigger_ends_a_backoff_wait_at_once() -> None:
+    import time
+
+    trigger = Trigger()
+    trigger.delay_until(time.monotonic() + 60)  # a failed pass asked for a long backoff
+    trigger.fire("retry after failure")
+    closer = threading.Timer(0.1, trigger.close)
+    closer.start()
+    started = time.monotonic()
+    trigger.wait(timeout=120, coalesce=0.0)
+    assert time.monotonic() - started < 10  # shutdown did not wait out the backoff
+
+
+def test_lease_seconds_round_up_so_no_one_takes_over_early() -> None:
+    from lbhc.controller.leader import LeaseConfig
+
+    config = LeaseConfig(
+        "ns", "lbhc", "me", lease_duration=1.9, renew_deadline=1.5, retry_period=0.5
+    )
+    assert config.lease_seconds == 2 > config.renew_deadline
+    with pytest.raises(ValueError, match="retry period < renew deadline < lease duration"):
+        LeaseConfig("ns", "lbhc", "me", lease_duration=10, renew_deadline=10, retry_period=2)
