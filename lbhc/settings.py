@@ -17,7 +17,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from lbhc.gce.client import DEFAULT_ENDPOINT, GceClientConfig
+from lbhc.gce.config import DEFAULT_ENDPOINT, GceClientConfig
 from lbhc.planner.config import HEALTH_CHECKER_RANGES, PlannerConfig, UnknownVersionPolicy
 
 _CLUSTER_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from lbhc.gce.client import GceClient, GceClientConfig
+from lbhc.gce.client import GceClient
+from lbhc.gce.config import GceClientConfig
 from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer

@@ -15,7 +15,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import requests
@@ -23,6 +22,7 @@ from google.api_core import exceptions as core
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from lbhc.gce import convert
+from lbhc.gce.config import GceClientConfig, make_credentials
 from lbhc.gce.errors import (
     NotLeader,
     ReadOnlyViolation,
@@ -44,38 +44,7 @@ from lbhc.model.cloud import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-DEFAULT_ENDPOINT = "https://compute.googleapis.com"
 PAGE_SIZE = 500  # the API's maximum
-
-
-@dataclass(frozen=True)
-class GceClientConfig:
-    project: str
-    region: str
-    endpoint: str = DEFAULT_ENDPOINT
-    read_only: bool = False
-    mutations_per_second: float = 10.0
-    reads_per_second: float = 50.0
-    max_attempts: int = 6
-    backoff_initial_sec: float = 1.0
-    backoff_max_sec: float = 30.0
-    request_timeout_sec: float = 30.0
-    operation_timeout_sec: float = 600.0
-    # Per `wait` request: the API answers within ~2 min, done or not.
-    operation_poll_timeout_sec: float = 150.0
-    client_id: str = ""
-
-
-def make_credentials(endpoint: str) -> Any:
-    """Anonymous for a plain-http endpoint (a local fake); otherwise ADC."""
-    if endpoint.startswith("http://"):
-        from google.auth.credentials import AnonymousCredentials
-
-        return AnonymousCredentials()
-    import google.auth
-
-    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/compute"])
-    return credentials
 
 
 class GceClient:

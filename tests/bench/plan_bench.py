@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lbhc.executor import Executor
-from lbhc.gce.client import GceClient, GceClientConfig
+from lbhc.gce.client import GceClient
+from lbhc.gce.config import GceClientConfig
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.planner import plan
