@@ -27,6 +27,18 @@ def assert_writes_inside_lease_windows(
     return renewals
 
 
+def two_converged_replicas(
+    w: World,
+) -> tuple[ControllerApp, ControllerApp, ControllerApp, ControllerApp]:
+    """(a, b, leader, follower) once two electing replicas have converged two Services."""
+    pools = [w.add_service(f"svc-{i}") for i in range(2)]
+    a = w.start(identity="replica-a", leader_elect=True)
+    b = w.start(identity="replica-b", leader_elect=True)
+    wait_for(lambda: all(w.attached(p) for p in pools), what="convergence")
+    leader = next(app for app in (a, b) if app.elector and app.elector.may_write())
+    return a, b, leader, (b if leader is a else a)
+
+
 def removals(mutations: list[object]) -> list[object]:
     return [m for m in mutations if m.method == "DELETE" or m.path.endswith("removeHealthCheck")]  # type: ignore[attr-defined]
 
@@ -157,12 +169,7 @@ def test_restart_mid_apply_converges_with_nothing_leaked() -> None:
 
 def test_two_replicas_only_the_leader_writes_across_a_leader_change() -> None:
     with world() as w:
-        pools = [w.add_service(f"svc-{i}") for i in range(2)]
-        a = w.start(identity="replica-a", leader_elect=True)
-        b = w.start(identity="replica-b", leader_elect=True)
-        wait_for(lambda: all(w.attached(p) for p in pools), what="convergence")
-        leader = next(app for app in (a, b) if app.elector and app.elector.may_write())
-        follower = b if leader is a else a
+        a, b, leader, follower = two_converged_replicas(w)
         w.stop(leader)  # releases the lease on a clean shutdown
         late = w.add_service("after-failover")
         wait_for(lambda: w.attached(late), timeout=15, what="the new leader attaching")
@@ -174,12 +181,7 @@ def test_two_replicas_only_the_leader_writes_across_a_leader_change() -> None:
 
 def test_a_leader_that_cannot_renew_stops_writing_before_the_other_takes_over() -> None:
     with world() as w:
-        pools = [w.add_service(f"svc-{i}") for i in range(2)]
-        a = w.start(identity="replica-a", leader_elect=True)
-        b = w.start(identity="replica-b", leader_elect=True)
-        wait_for(lambda: all(w.attached(p) for p in pools), what="convergence")
-        leader = next(app for app in (a, b) if app.elector and app.elector.may_write())
-        other = b if leader is a else a
+        a, b, leader, other = two_converged_replicas(w)
         assert leader.elector is not None and other.elector is not None
         leader.elector._stop.set()  # hung: keeps running, never renews, never releases
         # Keep the hung leader wanting to write while its lease runs out.
