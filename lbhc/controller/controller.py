@@ -18,7 +18,7 @@ from lbhc.controller.trigger import Trigger
 from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
-from lbhc.model.cloud import http_health_check_url
+from lbhc.model.cloud import CloudSnapshot, http_health_check_url
 from lbhc.model.plan import Action, Kind, Plan
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.planner import plan as make_plan
@@ -26,6 +26,18 @@ from lbhc.planner.planner import shared_name
 from lbhc.planner.pools import carries
 
 log = logging.getLogger(__name__)
+
+
+class PartialFailure(RuntimeError):
+    """The pass ran, but some changes failed: retried with backoff like any failure."""
+
+
+def _log_dry_run(the_plan: Plan) -> None:
+    if not the_plan.changes:
+        return
+    log.info("dry run: would apply %s", json.dumps(the_plan.to_json()["summary"]))
+    for change in the_plan.changes:
+        log.info("dry run: %s %s %s: %s", change.action, change.kind, change.name, change.reason)
 
 
 @dataclass(frozen=True)
@@ -87,7 +99,8 @@ class Controller:
         except Exception as exc:
             delay = self._backoff.next()
             log.warning("reconcile failed (%s); retrying in %.1f s", describe(exc), delay)
-            self._metrics.reconciles.labels("error").inc()
+            if not isinstance(exc, PartialFailure):  # already counted as "partial"
+                self._metrics.reconciles.labels("error").inc()
             self._trigger.delay_until(time.monotonic() + delay)
             self._trigger.fire("retry after failure")
 
@@ -115,40 +128,12 @@ class Controller:
             if warning.startswith("conflict"):
                 self._event(self._controller_ref, "Conflict", "Skip", warning, "Warning")
         if self._options.dry_run:
-            if the_plan.changes:
-                log.info("dry run: would apply %s", json.dumps(the_plan.to_json()["summary"]))
-                for change in the_plan.changes:
-                    log.info(
-                        "dry run: %s %s %s: %s",
-                        change.action,
-                        change.kind,
-                        change.name,
-                        change.reason,
-                    )
+            _log_dry_run(the_plan)
             result = None
         else:
             result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
             self._report(result)
-        attached = sum(
-            1
-            for p in cloud.target_pools
-            if carries(p, http_health_check_url(self._config.project, name))
-        )
-        if result is not None:
-            attached += sum(
-                1
-                for o in result.outcomes
-                if o.status is Status.DONE and o.change.action is Action.ATTACH
-            )
-            attached -= sum(
-                1
-                for o in result.outcomes
-                if o.status is Status.DONE and o.change.action is Action.DETACH
-            )
-        self._metrics.pools.labels("attached").set(attached)
-        self._metrics.pools.labels("conflicting").set(
-            sum(1 for w in the_plan.warnings if "does not own" in w or "conflict" in w)
-        )
+        self._count_pools(cloud, name, the_plan, result)
         failed = result is not None and not result.ok
         self._metrics.reconciles.labels("partial" if failed else "ok").inc()
         self._metrics.reconcile_duration.observe(time.monotonic() - started)
@@ -159,8 +144,22 @@ class Controller:
             ", some failed" if failed else "",
         )
         if failed:
-            raise RuntimeError("some changes failed; see the log above")
+            raise PartialFailure("some changes failed; see the log above")
         return the_plan
+
+    def _count_pools(
+        self, cloud: CloudSnapshot, name: str, the_plan: Plan, result: ApplyResult | None
+    ) -> None:
+        url = http_health_check_url(self._config.project, name)
+        attached = sum(1 for p in cloud.target_pools if carries(p, url))
+        for outcome in result.outcomes if result else ():
+            if outcome.status is Status.DONE and outcome.change.action is Action.ATTACH:
+                attached += 1
+            elif outcome.status is Status.DONE and outcome.change.action is Action.DETACH:
+                attached -= 1
+        self._metrics.pools.labels("attached").set(attached)
+        conflicting = sum(1 for w in the_plan.warnings if "does not own" in w or "conflict" in w)
+        self._metrics.pools.labels("conflicting").set(conflicting)
 
     # ---- what the pass tells the cluster ------------------------------------------------
     def _observe_fallback(self, the_plan: Plan) -> None:
