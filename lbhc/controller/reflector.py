@@ -126,10 +126,9 @@ class Reflector:
         listed = list_all(self._api, self.resource, _LISTS[self.resource])
         self.resource_version = listed.metadata.resource_version
         self._events_since_list = 0
-        if self._cache.replace(self.resource, listed.items):
-            self._on_change(f"{self.resource} listed")
-        else:
-            self._on_change(f"{self.resource} relisted")  # removals may be unblocked now
+        changed = self._cache.replace(self.resource, listed.items)
+        # Even an unchanged relist ends a gap, which may unblock withheld removals.
+        self._on_change(f"{self.resource} {'listed' if changed else 'relisted unchanged'}")
 
     def _watch(self) -> None:
         # Randomised like client-go, so many watches do not all reconnect at once.
