@@ -26,7 +26,6 @@ from lbhc.kube.client import (
     KubeApi,
     KubeConfig,
     Resource,
-    describe,
     make_api_client,
     read_kube_system_uid,
 )
@@ -186,7 +185,7 @@ class ControllerApp:
             try:
                 return read_kube_system_uid(self.api)
             except Exception as exc:
-                log.warning("%s; retrying", describe(exc) if not str(exc) else exc)
+                log.warning("%s; retrying", exc)  # KubeReadError names the cause and the fix
                 self.stop_event.wait(backoff.next())
         return None
 
