@@ -179,6 +179,8 @@ class KubeFake:
             status, result = self._dispatch(method, split.path, query, headers, body, stop)
             if isinstance(result, dict):
                 response = _json(status, result)
+            elif isinstance(result, bytes):  # a list, already encoded
+                response = Response(status, result, {"Content-Type": "application/json"})
             else:
                 response = Response(status, b"", {"Content-Type": "application/json"}, result)
         except ApiError as err:
@@ -203,7 +205,7 @@ class KubeFake:
         headers: Mapping[str, str],
         body: bytes,
         stop: threading.Event | None,
-    ) -> tuple[int, dict[str, Any] | Iterator[bytes]]:
+    ) -> tuple[int, dict[str, Any] | bytes | Iterator[bytes]]:
         route = resolve(path)
         if failure := self.faults.take_failure(path):
             if failure.status == 403 and failure.message is None and route and route.resource:

@@ -22,7 +22,7 @@ from .writes import Writer
 _JSON_TYPES = {("application", "json"), ("application", "*"), ("*", "*")}
 _ACCEPTED = "application/json"  # the apiserver also lists yaml and protobuf; the fake has neither
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-Result = tuple[int, dict[str, Any] | Iterator[bytes]]
+Result = tuple[int, dict[str, Any] | bytes | Iterator[bytes]]  # bytes: an encoded body
 
 
 class ResourceHandler:

@@ -17,9 +17,14 @@ from typing import Any
 from .events import present
 from .faults import Faults
 from .resources import Resource
-from .selectors import parse_field_selector, parse_label_selector
+from .selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
 from .status import ApiError, bad_request
-from .store import Store, TooNew, TooOld
+from .store import Object, Store, TooNew, TooOld
 
 _TOKEN_VERSION = "meta.k8s.io/v1"
 _EXPIRED_CONTINUE = (
@@ -66,7 +71,9 @@ def list_body(
     resource: Resource,
     namespace: str | None,
     query: Mapping[str, str],
-) -> dict[str, Any]:
+) -> bytes:
+    """The list's JSON body: what json.dumps(..., separators=(",", ":")) of the list dict
+    gives, with each item's encoding cached in the store."""
     labels = parse_label_selector(query.get("labelSelector", ""))
     fields = parse_field_selector(query.get("fieldSelector", ""), resource)
     limit = _limit(query.get("limit", ""))
@@ -87,13 +94,13 @@ def list_body(
     if start:  # keys are sorted bytewise: find the first at or after `start`
         first = bisect_left(scoped, start.encode(), key=lambda pair: pair[0].encode())
         scoped = scoped[first:]
-    items: list[dict[str, Any]] = []
+    selected: list[tuple[str, Object]] = []
+    filtered = not (labels.empty and fields.empty)
     last_index = len(scoped) - 1
-    for index, (_, stored) in enumerate(scoped):
-        obj = present(resource, stored)
-        if labels.matches(obj) and fields.matches(obj):
-            items.append({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})
-        if limit and len(items) == limit:
+    for index, (key, stored) in enumerate(scoped):
+        if not filtered or _matches(labels, fields, present(resource, stored)):
+            selected.append((key, stored))
+        if limit and len(selected) == limit:
             last_index = index
             break
     metadata: dict[str, Any] = {"resourceVersion": str(rv)}
@@ -101,14 +108,33 @@ def list_body(
     # would match the selectors (the next page may then be empty).
     if last_index < len(scoped) - 1:
         metadata["continue"] = encode_continue(rv, scoped[last_index][0] + "\x00")
-        if labels.empty and fields.empty:  # etcd's count cannot apply selectors: omitted then
+        if not filtered:  # etcd's count cannot apply selectors: omitted then
             metadata["remainingItemCount"] = len(scoped) - 1 - last_index
-    return {
-        "kind": resource.list_kind,
-        "apiVersion": resource.api_version,
-        "metadata": metadata,
-        "items": items,
-    }
+    head = {"kind": resource.list_kind, "apiVersion": resource.api_version, "metadata": metadata}
+    # The body json.dumps would give for head + "items", built from each object's cached
+    # encoding. Keys in `selected` are relative to the scope: the store's are full keys.
+    items = store.encoded(
+        resource.kind,
+        [(prefix + key, obj) for key, obj in selected],
+        resource.api_version,
+        lambda obj: json.dumps(
+            _item(resource, obj), separators=(",", ":"), check_circular=False
+        ).encode(),
+    )
+    return b"".join((_dumps(head)[:-1], b',"items":[', b",".join(items), b"]}"))
+
+
+def _matches(labels: LabelSelector, fields: FieldSelector, obj: Object) -> bool:
+    return labels.matches(obj) and fields.matches(obj)
+
+
+def _item(resource: Resource, stored: Object) -> Object:
+    """A list item: the object as `resource` serves it, without kind and apiVersion."""
+    return {k: v for k, v in present(resource, stored).items() if k not in ("kind", "apiVersion")}
+
+
+def _dumps(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _limit(text: str) -> int:

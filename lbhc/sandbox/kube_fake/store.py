@@ -13,7 +13,7 @@ import copy
 import threading
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +22,7 @@ from .resources import BY_KIND, Resource, resource_for_kind
 
 Object = dict[str, Any]
 _READ_CACHE = 8  # recent (kind, resourceVersion) reads kept for the next pages
+_NO_ENCODINGS: dict[str, tuple[dict[str, Any], bytes]] = {}
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class Store:
         self._log: list[Change] = []
         self._log_start = 0  # changes before this index are compacted away
         self._reads: dict[tuple[str, int], list[tuple[str, Object]]] = {}
+        # (kind, key) -> form -> (current object, its encoding in that form): a list's items
+        # serialised once per version. Only current objects are kept; a commit drops the key.
+        self._encoded: dict[tuple[str, str], dict[str, tuple[Object, bytes]]] = {}
 
     @property
     def resource_version(self) -> int:
@@ -92,6 +96,7 @@ class Store:
                 obj["metadata"]["resourceVersion"] = str(self._rv)
             revisions = self._history[kind].setdefault(key, [])
             prev = revisions[-1].obj if revisions else None
+            self._encoded.pop((kind, key), None)
             revisions.append(Revision(self._rv, obj))
             self._log.append(Change(self._rv, kind, key, obj, prev))
             if self._history_limit and len(self._log) - self._log_start > self._history_limit:
@@ -161,6 +166,39 @@ class Store:
             self._reads[(kind, rv)] = found
             while len(self._reads) > _READ_CACHE:
                 del self._reads[next(iter(self._reads))]
+        return found
+
+    def encoded(
+        self,
+        kind: str,
+        entries: Sequence[tuple[str, Object]],
+        form: str,
+        encode: Callable[[Object], bytes],
+    ) -> list[bytes]:
+        """`encode(obj)` for each (key, object) read from `kind`, cached per object version
+        and `form` (the caller's name for what `encode` produces). Encodings of current
+        objects are kept until the next commit to their key; older versions (a continued list
+        read at an earlier resourceVersion) are encoded each time, never kept."""
+        found: list[bytes] = []
+        misses: list[tuple[int, str, Object]] = []
+        with self.lock:
+            for key, obj in entries:
+                cached = self._encoded.get((kind, key), _NO_ENCODINGS).get(form)
+                if cached is not None and cached[0] is obj:
+                    found.append(cached[1])
+                else:
+                    misses.append((len(found), key, obj))
+                    found.append(b"")
+        if not misses:
+            return found
+        for index, _, obj in misses:  # outside the lock: writers need not wait for this
+            found[index] = encode(obj)
+        with self.lock:
+            history = self._history[kind]
+            for index, key, obj in misses:
+                revisions = history.get(key)
+                if revisions and revisions[-1].obj is obj:  # still current: worth keeping
+                    self._encoded.setdefault((kind, key), {})[form] = (obj, found[index])
         return found
 
     def changes_since(self, rv: int) -> list[Change]:
