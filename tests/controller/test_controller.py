@@ -4,6 +4,7 @@ recovery from dropped watches and 410s, static stability, restarts, leader elect
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 from lbhc.controller.app import ControllerApp
@@ -144,7 +145,8 @@ def test_health_metrics_and_events_endpoints() -> None:
         event = events[0]
         assert event["regarding"]["kind"] == "Service" and event["regarding"]["name"] == "web"
         assert event["reportingController"] == "lbhc.dev/controller"
-        assert json.dumps(event)  # a valid object the API accepted (eventTime validated there)
+        # MicroTime as the API demands it: exactly six fractional digits and a zone.
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", event["eventTime"])
 
 
 def test_restart_mid_apply_converges_with_nothing_leaked() -> None:
