@@ -56,6 +56,14 @@ class ComputeEnv:
         )
         return pool.name
 
+    def delete_load_balancer(self, name: str) -> None:
+        """What the cloud provider does when its Service goes: rule first, then the pool."""
+        for collection in ("forwardingRules", "targetPools"):
+            status, _, body = self.fake.handle(
+                "DELETE", f"/compute/v1/projects/{PROJECT}/regions/{REGION}/{collection}/{name}"
+            )
+            assert status == 200, body
+
     def pool_checks(self, name: str) -> list[str]:
         return list(self.fake.target_pools(PROJECT, REGION)[name].get("healthChecks", []))
 

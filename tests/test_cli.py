@@ -50,7 +50,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def gce_args(env: ComputeEnv) -> list[str]:
+def gce_args(env: ComputeEnv | str) -> list[str]:
+    url = env if isinstance(env, str) else env.url
     return [
         "--project",
         PROJECT,
@@ -59,7 +60,7 @@ def gce_args(env: ComputeEnv) -> list[str]:
         "--node-tags",
         "gke-node",
         "--gce-endpoint",
-        env.url,
+        url,
     ]
 
 
@@ -273,14 +274,7 @@ def test_unreachable_gce_is_an_error_not_a_traceback(
         "plan",
         "--cluster-snapshot",
         str(snapshot_file(node())),
-        "--project",
-        PROJECT,
-        "--region",
-        REGION,
-        "--node-tags",
-        "t",
-        "--gce-endpoint",
-        "http://127.0.0.1:9",
+        *gce_args("http://127.0.0.1:9"),
     )
     assert code == 1
     # Retries are logged as they happen; the error itself is the last line.

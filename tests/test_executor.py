@@ -7,9 +7,9 @@ import json
 from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.model.cluster import ClusterSnapshot, Service
-from lbhc.model.plan import Action
+from lbhc.model.plan import Action, Plan
 from lbhc.planner.planner import plan
-from tests.builders import PROJECT, REGION, cluster, config, names, our_check, service
+from tests.builders import PROJECT, cluster, config, names, our_check, service
 from tests.conftest import ComputeEnv
 
 _, NAME, URL = names()
@@ -75,12 +75,8 @@ def test_gc_after_services_and_their_pools_are_gone(compute: ComputeEnv) -> None
     assert waiting.outcomes == ()
     assert NAME in compute.fake.http_health_checks(PROJECT)
 
-    for name in pools:  # the cloud provider deletes the load balancers
-        for collection in ("forwardingRules", "targetPools"):
-            status, _, _ = compute.fake.handle(
-                "DELETE", f"/compute/v1/projects/{PROJECT}/regions/{REGION}/{collection}/{name}"
-            )
-            assert status == 200
+    for name in pools:
+        compute.delete_load_balancer(name)
     assert converge(compute, cluster(services=())).ok
     assert compute.fake.http_health_checks(PROJECT) == {}
     assert compute.fake.firewalls(PROJECT) == {}
@@ -155,15 +151,22 @@ def test_already_exists_foreign_is_a_failure_not_a_takeover(compute: ComputeEnv)
     assert not any("addHealthCheck" in e.path for e in compute.fake.journal)
 
 
-def test_replacing_a_foreign_check_removes_it_first(compute: ComputeEnv) -> None:
-    foreign = compute.fake.add_http_health_check(PROJECT, "legacy-check")["selfLink"]
+def plan_replacing_a_foreign_check(compute: ComputeEnv) -> tuple[str, str, GceClient, Plan]:
+    """A pool carrying a hand-made check, and the plan that replaces it (allowed by config)."""
+    foreign: str = compute.fake.add_http_health_check(PROJECT, "legacy-check")["selfLink"]
     pool = compute.add_service_pool(service("web"), health_checks=(foreign,))
     gce = compute.client()
-    the_plan = plan(
-        cluster(services=(service("web"),)),
-        gce.read_snapshot(NAME),
-        config(replace_foreign_health_checks=True),
+    config_ = config(replace_foreign_health_checks=True)
+    return (
+        foreign,
+        pool,
+        gce,
+        plan(cluster(services=(service("web"),)), gce.read_snapshot(NAME), config_),
     )
+
+
+def test_replacing_a_foreign_check_removes_it_first(compute: ComputeEnv) -> None:
+    _, pool, gce, the_plan = plan_replacing_a_foreign_check(compute)
     assert Executor(gce).apply(the_plan).ok
     assert compute.pool_checks(pool) == [URL]
     assert "legacy-check" in compute.fake.http_health_checks(PROJECT)  # detached, not deleted
@@ -200,10 +203,7 @@ def test_attach_to_a_pool_deleted_since_planning_is_skipped(compute: ComputeEnv)
     pool = compute.add_service_pool(service("web"))
     gce = compute.client()
     stale = plan(cluster(services=(service("web"),)), gce.read_snapshot(NAME), config())
-    for collection in ("forwardingRules", "targetPools"):
-        compute.fake.handle(
-            "DELETE", f"/compute/v1/projects/{PROJECT}/regions/{REGION}/{collection}/{pool}"
-        )
+    compute.delete_load_balancer(pool)
     result = Executor(gce).apply(stale)
     attach = next(o for o in result.outcomes if o.change.action is Action.ATTACH)
     assert (attach.status, attach.detail) == (Status.SKIPPED, "target pool no longer exists")
@@ -211,14 +211,7 @@ def test_attach_to_a_pool_deleted_since_planning_is_skipped(compute: ComputeEnv)
 
 
 def test_failed_replacement_restores_the_foreign_check(compute: ComputeEnv) -> None:
-    foreign = compute.fake.add_http_health_check(PROJECT, "legacy-check")["selfLink"]
-    pool = compute.add_service_pool(service("web"), health_checks=(foreign,))
-    gce = compute.client()
-    the_plan = plan(
-        cluster(services=(service("web"),)),
-        gce.read_snapshot(NAME),
-        config(replace_foreign_health_checks=True),
-    )
+    foreign, pool, gce, the_plan = plan_replacing_a_foreign_check(compute)
     compute.fake.faults.fail_requests(
         times=1, status=400, reason="invalid", path_contains=f"{pool}/addHealthCheck"
     )

@@ -18,6 +18,7 @@ from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import load_settings
+from tests.kube import conftest as kube_builders
 
 PROJECT, REGION = "proj", "us-central1"
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "kube-system"))
@@ -38,34 +39,7 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = ""
 
 
 def node_obj(name: str, kubelet: str = "v1.31.4") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "spec": {"providerID": f"gce://{PROJECT}/{REGION}-a/{name}"},
-        "status": {"nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": ""}},
-    }
-
-
-def service_obj(name: str, namespace: str = "default", policy: str = "Cluster") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{name}")),
-        },
-        "spec": {
-            "type": "LoadBalancer",
-            "externalTrafficPolicy": policy,
-            "ports": [{"port": 80, "protocol": "TCP"}],
-        },
-    }
-
-
-def pool_name(namespace: str, name: str) -> str:
-    return target_pool_name(str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{name}")))
+    return kube_builders.node(name, kubelet=kubelet, kube_proxy="")
 
 
 @dataclass
@@ -79,7 +53,7 @@ class World:
 
     def add_service(self, name: str, namespace: str = "default", policy: str = "Cluster") -> str:
         """The Service in the API and its LB in GCE, as the cloud provider would make it."""
-        obj = self.kube.upsert(service_obj(name, namespace, policy))
+        obj = self.kube.upsert(kube_builders.service(name, namespace, etp=policy))
         svc = Service.model_validate(obj)
         nodes = [Node.model_validate(n) for n in self.kube.objects("Node")]
         provision_load_balancers(self.compute, PROJECT, REGION, [svc], nodes)
