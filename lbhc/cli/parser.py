@@ -97,24 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
     loop.add_argument("--log-format", choices=("json", "text"), default="json")
     election = run.add_argument_group("leader election")
     _bool_flag(election, "--leader-elect", True, "elect one writer among replicas")
-    election.add_argument(
-        "--leader-elect-lease-duration",
-        type=parse_duration,
-        default=parse_duration("15s"),
-        metavar="DURATION",
-    )
-    election.add_argument(
-        "--leader-elect-renew-deadline",
-        type=parse_duration,
-        default=parse_duration("10s"),
-        metavar="DURATION",
-    )
-    election.add_argument(
-        "--leader-elect-retry-period",
-        type=parse_duration,
-        default=parse_duration("2s"),
-        metavar="DURATION",
-    )
+    for timing, default in (
+        ("lease-duration", "15s"),
+        ("renew-deadline", "10s"),
+        ("retry-period", "2s"),
+    ):
+        election.add_argument(
+            f"--leader-elect-{timing}",
+            type=parse_duration,
+            default=parse_duration(default),
+            metavar="DURATION",
+            help=f"(default {default})",
+        )
     election.add_argument(
         "--leader-elect-resource-namespace", default=os.environ.get("POD_NAMESPACE", "lbhc-system")
     )
