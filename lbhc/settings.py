@@ -18,7 +18,15 @@ from pydantic_settings import (
 )
 
 from lbhc.gce.config import DEFAULT_ENDPOINT, GceClientConfig
-from lbhc.planner.config import HEALTH_CHECKER_RANGES, PlannerConfig, UnknownVersionPolicy
+from lbhc.planner.config import (
+    HEALTH_CHECKER_RANGES,
+    DrainingGate,
+    FallbackPolicy,
+    PlannerConfig,
+    ReadinessPolicy,
+    UnknownVersionPolicy,
+)
+from lbhc.planner.versions import parse_version
 
 _CLUSTER_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
 _BASE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
@@ -66,6 +74,15 @@ class Settings(BaseSettings):
     unknown_version_policy: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
     kube_proxy_namespace: str = "kube-system"
     kube_proxy_selector: str = "k8s-app=kube-proxy"
+
+    # kube-proxy awareness
+    fallback_policy: str = "any-old-node"
+    kube_proxy_draining_gate: DrainingGate = DrainingGate.UNKNOWN
+    readiness_policy: ReadinessPolicy = ReadinessPolicy.AUDIT
+    readiness_selector: str = "k8s-app=kube-proxy"
+    probe_kube_proxy: bool = False
+    probe_interval_sec: float = Field(default=60.0, ge=1, le=3600)
+    probe_timeout_sec: float = Field(default=2.0, gt=0, le=30)
 
     # Kubernetes
     kubeconfig: str | None = None
@@ -126,7 +143,13 @@ class Settings(BaseSettings):
             )
         return value.rstrip("/")
 
-    @field_validator("kube_proxy_selector")
+    @field_validator("fallback_policy")
+    @classmethod
+    def _check_fallback_policy(cls, value: str) -> str:
+        parse_fallback_policy(value)
+        return " ".join(value.split())
+
+    @field_validator("kube_proxy_selector", "readiness_selector")
     @classmethod
     def _check_selector(cls, value: str) -> str:
         if not all(_LABEL_SELECTOR.match(p.strip()) for p in value.split(",")):
@@ -143,10 +166,7 @@ class Settings(BaseSettings):
         return self
 
     def planner_config(self) -> PlannerConfig:
-        selector = tuple(
-            (key.strip(), value.strip())
-            for key, value in (part.split("=", 1) for part in self.kube_proxy_selector.split(","))
-        )
+        policy, assumed = parse_fallback_policy(self.fallback_policy)
         return PlannerConfig(
             project=self.project,
             region=self.region,
@@ -167,7 +187,12 @@ class Settings(BaseSettings):
             replace_foreign_health_checks=self.replace_foreign_health_checks,
             unknown_version_policy=self.unknown_version_policy,
             kube_proxy_namespace=self.kube_proxy_namespace,
-            kube_proxy_selector=selector,
+            kube_proxy_selector=selector_pairs(self.kube_proxy_selector),
+            fallback_policy=policy,
+            assumed_version=assumed,
+            draining_gate=self.kube_proxy_draining_gate,
+            readiness_policy=self.readiness_policy,
+            readiness_selector=selector_pairs(self.readiness_selector),
         )
 
     def gce_client_config(self, *, read_only: bool, client_id: str = "") -> GceClientConfig:
@@ -184,6 +209,30 @@ class Settings(BaseSettings):
             backoff_max_sec=self.gce_backoff_max_sec,
             operation_timeout_sec=self.gce_operation_timeout_sec,
         )
+
+
+def selector_pairs(selector: str) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (key.strip(), value.strip())
+        for key, value in (part.split("=", 1) for part in selector.split(","))
+    )
+
+
+def parse_fallback_policy(value: str) -> tuple[FallbackPolicy, tuple[int, int, int] | None]:
+    """`any-old-node`, `never` or `assume-version vX.Y[.Z]`."""
+    words = value.split()
+    if words == [FallbackPolicy.ANY_OLD_NODE.value]:
+        return FallbackPolicy.ANY_OLD_NODE, None
+    if words == [FallbackPolicy.NEVER.value]:
+        return FallbackPolicy.NEVER, None
+    if len(words) == 2 and words[0] == FallbackPolicy.ASSUME_VERSION.value:
+        version = parse_version(words[1])
+        if version is not None:
+            return FallbackPolicy.ASSUME_VERSION, version
+    raise ValueError(
+        f"got {value!r}; expected any-old-node, never, or assume-version followed by a "
+        "version such as v1.31.0"
+    )
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

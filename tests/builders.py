@@ -15,7 +15,7 @@ from lbhc.model.cloud import (
     TargetPool,
     http_health_check_url,
 )
-from lbhc.model.cluster import ClusterSnapshot, Node, Pod, Service
+from lbhc.model.cluster import ClusterSnapshot, DaemonSet, HealthProbe, Node, Pod, Service
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
 from lbhc.planner.planner import shared_name
@@ -43,37 +43,106 @@ def node(
     taints: tuple[tuple[str, str], ...] = (),
     labels: dict[str, str] | None = None,
     deleting: bool = False,
+    internal_ip: str = "",
+    taint_value: str = "",
 ) -> Node:
     metadata: dict[str, Any] = {"name": name, "labels": labels or {}}
     if deleting:
         metadata["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    status: dict[str, Any] = {
+        "nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": kube_proxy_field}
+    }
+    if internal_ip:
+        status["addresses"] = [{"type": "InternalIP", "address": internal_ip}]
     return Node.model_validate(
         {
             "metadata": metadata,
             "spec": {
-                "taints": [{"key": k, "effect": e} for k, e in taints],
+                "taints": [{"key": k, "value": taint_value, "effect": e} for k, e in taints],
                 "providerID": f"gce://{PROJECT}/us-central1-a/{name}",
             },
-            "status": {
-                "nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": kube_proxy_field}
-            },
+            "status": status,
         }
     )
+
+
+TO_BE_DELETED = (("ToBeDeletedByClusterAutoscaler", "NoSchedule"),)
 
 
 def kube_proxy_pod(
-    node_name: str, image: str, namespace: str = "kube-system", labels: dict[str, str] | None = None
+    node_name: str,
+    image: str,
+    namespace: str = "kube-system",
+    labels: dict[str, str] | None = None,
+    *,
+    ready: bool = True,
+    owner_uid: str = "",
+    deleting: bool = False,
 ) -> Pod:
+    metadata: dict[str, Any] = {
+        "name": f"kube-proxy-{node_name}",
+        "namespace": namespace,
+        "labels": {"k8s-app": "kube-proxy"} if labels is None else labels,
+    }
+    if owner_uid:
+        metadata["ownerReferences"] = [
+            {"kind": "DaemonSet", "name": "kube-proxy", "uid": owner_uid}
+        ]
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-11-22T00:00:00Z"
     return Pod.model_validate(
         {
-            "metadata": {
-                "name": f"kube-proxy-{node_name}",
-                "namespace": namespace,
-                "labels": {"k8s-app": "kube-proxy"} if labels is None else labels,
-            },
+            "metadata": metadata,
             "spec": {"nodeName": node_name, "containers": [{"name": "kube-proxy", "image": image}]},
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            },
         }
     )
+
+
+def http_probe(path: str, port: int | str = 10256) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": port}}
+
+
+def kube_proxy_daemonset_dict(
+    name: str = "kube-proxy",
+    *,
+    readiness: str | None = "/healthz",
+    liveness: str | None = None,
+    uid: str = "ds-uid-1",
+    labels: dict[str, str] | None = None,
+    resource_version: str = "7",
+) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "kube-proxy",
+        "image": "registry.k8s.io/kube-proxy:v1.31.4",
+    }
+    if readiness is not None:
+        container["readinessProbe"] = http_probe(readiness)
+    if liveness is not None:
+        container["livenessProbe"] = http_probe(liveness)
+    selector = {"k8s-app": "kube-proxy"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": name,
+            "namespace": "kube-system",
+            "uid": uid,
+            "resourceVersion": resource_version,
+            "labels": {"k8s-app": "kube-proxy"} if labels is None else labels,
+        },
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": selector}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+def kube_proxy_daemonset(name: str = "kube-proxy", **kwargs: Any) -> DaemonSet:
+    return DaemonSet.model_validate(kube_proxy_daemonset_dict(name, **kwargs))
 
 
 def service(
@@ -137,6 +206,8 @@ def cluster(
     services: tuple[Service, ...] = (),
     pods: tuple[Pod, ...] = (),
     gaps: tuple[str, ...] = (),
+    daemonsets: tuple[DaemonSet, ...] = (),
+    probes: dict[str, HealthProbe] | None = None,
 ) -> ClusterSnapshot:
     return ClusterSnapshot(
         nodes=(node(),) if nodes is None else nodes,
@@ -144,6 +215,8 @@ def cluster(
         kube_proxy_pods=pods,
         kube_system_uid=KUBE_SYSTEM_UID,
         gaps=gaps,
+        kube_proxy_daemonsets=daemonsets,
+        health_probes=probes or {},
     )
 
 

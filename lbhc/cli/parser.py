@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     oneshot.add_argument(
         "--cluster-snapshot",
         type=Path,
-        help="plan from `kubectl get nodes,services,pods,namespaces -A -o json`",
+        help="plan from `kubectl get nodes,services,pods,daemonsets,namespaces -A -o json`",
     )
     oneshot.add_argument("--output", choices=("text", "json"), default="text")
     oneshot.set_defaults(log_format="text")

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lbhc.model.cluster import Namespace, Node, Pod, Service
+from lbhc.model.cluster import DaemonSet, Namespace, Node, Pod, Service
 
 
 class ListMeta(BaseModel):
@@ -33,11 +33,17 @@ class PodList(ObjectList):
     items: tuple[Pod, ...] = ()
 
 
-PROJECTIONS: dict[str, type[Node] | type[Service] | type[Pod] | type[Namespace]] = {
+class DaemonSetList(ObjectList):
+    items: tuple[DaemonSet, ...] = ()
+
+
+Projection = type[Node] | type[Service] | type[Pod] | type[Namespace] | type[DaemonSet]
+PROJECTIONS: dict[str, Projection] = {
     "Node": Node,
     "Service": Service,
     "Pod": Pod,
     "Namespace": Namespace,
+    "DaemonSet": DaemonSet,
 }
 
 

@@ -1,4 +1,4 @@
-"""`--cluster-snapshot FILE`: plan offline from `kubectl get nodes,services,pods -A -o json`."""
+"""`--cluster-snapshot FILE`: plan offline from a `kubectl get ... -A -o json` dump."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import yaml
 from pydantic import ValidationError
 
 from lbhc.kube.decode import PROJECTIONS, describe_validation_error, object_label
-from lbhc.model.cluster import ClusterSnapshot, Namespace, Node, Pod, Service
+from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Namespace, Node, Pod, Service
 
-EXPECTED = "a v1 List as printed by `kubectl get nodes,services,pods -A -o json`"
+EXPECTED = (
+    "a v1 List as printed by `kubectl get nodes,services,pods,daemonsets,namespaces -A -o json`"
+)
 
 
 class SnapshotFileError(ValueError):
@@ -33,6 +35,7 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
     nodes: list[Node] = []
     services: list[Service] = []
     pods: list[Pod] = []
+    daemonsets: list[DaemonSet] = []
     kube_system_uid: str | None = None
     for index, item in enumerate(items):
         if not isinstance(item, dict):
@@ -53,11 +56,20 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
             services.append(obj)
         elif isinstance(obj, Pod):
             pods.append(obj)
+        elif isinstance(obj, DaemonSet):
+            daemonsets.append(obj)
         elif isinstance(obj, Namespace) and obj.metadata.name == "kube-system":
             kube_system_uid = obj.metadata.uid or None
     # A dump cannot prove it is complete (a kind left out, an old file): never remove on it.
     gap = f"cluster read from the snapshot file {source}, which may be partial or stale"
-    return ClusterSnapshot(tuple(nodes), tuple(services), tuple(pods), kube_system_uid, (gap,))
+    return ClusterSnapshot(
+        tuple(nodes),
+        tuple(services),
+        tuple(pods),
+        kube_system_uid,
+        (gap,),
+        kube_proxy_daemonsets=tuple(daemonsets),
+    )
 
 
 def _load(text: str, source: str) -> Any:

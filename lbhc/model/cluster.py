@@ -8,6 +8,7 @@ fields the planner uses are kept, so the projections double as the planner's inp
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -82,8 +83,15 @@ class NodeSystemInfo(_Projection):
     kube_proxy_version: str = Field(default="", alias="kubeProxyVersion")
 
 
+class NodeAddress(_Projection):
+    type: str = ""
+    address: str = ""
+
+
 class NodeStatus(_Projection):
     node_info: NodeSystemInfo = Field(default_factory=NodeSystemInfo, alias="nodeInfo")
+    # Where kube-proxy's health port is probed from the controller (InternalIP).
+    addresses: tuple[NodeAddress, ...] = ()
 
 
 class Node(_Projection):
@@ -94,6 +102,13 @@ class Node(_Projection):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    @property
+    def internal_ip(self) -> str:
+        for address in self.status.addresses:
+            if address.type == "InternalIP":
+                return address.address
+        return ""
 
 
 class ServiceSpec(_Projection):
@@ -112,9 +127,22 @@ class Service(_Projection):
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
+class HttpGetAction(_Projection):
+    path: str = ""
+    port: int | str = ""
+
+
+class Probe(_Projection):
+    """Only HTTP probes matter here: kube-proxy's health server speaks HTTP."""
+
+    http_get: HttpGetAction | None = Field(default=None, alias="httpGet")
+
+
 class Container(_Projection):
     name: str = ""
     image: str = ""
+    readiness_probe: Probe | None = Field(default=None, alias="readinessProbe")
+    liveness_probe: Probe | None = Field(default=None, alias="livenessProbe")
 
 
 class PodSpec(_Projection):
@@ -122,13 +150,72 @@ class PodSpec(_Projection):
     containers: tuple[Container, ...] = ()
 
 
+class Condition(_Projection):
+    type: str
+    status: str = "Unknown"
+
+
+class PodStatus(_Projection):
+    phase: str = ""
+    conditions: tuple[Condition, ...] = ()
+
+
+class OwnerReference(_Projection):
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class PodMeta(LabeledMeta):
+    owner_references: tuple[OwnerReference, ...] = Field(default=(), alias="ownerReferences")
+
+
 class Pod(_Projection):
-    metadata: LabeledMeta
+    metadata: PodMeta
     spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def ready(self) -> bool:
+        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+
+
+class LabelSelector(_Projection):
+    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+
+
+class PodTemplateSpec(_Projection):
+    spec: PodSpec = Field(default_factory=PodSpec)
+
+
+class DaemonSetSpec(_Projection):
+    selector: LabelSelector = Field(default_factory=LabelSelector)
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+
+
+class DaemonSet(_Projection):
+    """kube-proxy DaemonSets, for the readiness-probe policy (audit or enforce /livez)."""
+
+    metadata: LabeledMeta
+    spec: DaemonSetSpec = Field(default_factory=DaemonSetSpec)
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 class Namespace(_Projection):
     metadata: ObjectMeta
+
+
+@dataclass(frozen=True)
+class HealthProbe:
+    """One active probe of a node's kube-proxy health port. A status is None when nothing
+    answered (refused, timed out): no health server there, or the node is unreachable."""
+
+    address: str
+    livez: int | None
+    healthz: int | None
 
 
 @dataclass(frozen=True)
@@ -147,6 +234,9 @@ class ClusterSnapshot:
     # False when Nodes or kube-proxy Pods could not be read in full: version skew cannot be
     # ruled out then, so nothing new may be attached either.
     versions_complete: bool = True
+    kube_proxy_daemonsets: tuple[DaemonSet, ...] = ()
+    # Node name -> what the controller's active probe of its health port saw (optional).
+    health_probes: Mapping[str, HealthProbe] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:

@@ -18,6 +18,32 @@ class UnknownVersionPolicy(StrEnum):
     ASSUME_SUPPORTED = "assume-supported"
 
 
+class FallbackPolicy(StrEnum):
+    # Default, as the original design and upstream: one node whose kube-proxy cannot serve
+    # /healthz withdraws the shared check everywhere (or it would be marked unhealthy in
+    # every pool and its share of traffic shifted onto the others).
+    ANY_OLD_NODE = "any-old-node"
+    NEVER = "never"
+    # Every node is taken to run this version: for clusters whose kube-proxy is replaced by
+    # something serving the same port (a CNI), where no kube-proxy Pod tells the version.
+    ASSUME_VERSION = "assume-version"
+
+
+class DrainingGate(StrEnum):
+    """KubeProxyDrainingTerminatingNodes on 1.28-1.29 kube-proxies (off by default there),
+    which lbhc cannot see from outside: "unknown" unless the operator says."""
+
+    UNKNOWN = "unknown"
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+
+
+class ReadinessPolicy(StrEnum):
+    OFF = "off"
+    AUDIT = "audit"  # default: report, never write
+    ENFORCE = "enforce"  # patch the readiness probe path of the DaemonSets it manages
+
+
 @dataclass(frozen=True)
 class PlannerConfig:
     project: str
@@ -40,3 +66,9 @@ class PlannerConfig:
     unknown_version_policy: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
     kube_proxy_namespace: str = "kube-system"
     kube_proxy_selector: tuple[tuple[str, str], ...] = (("k8s-app", "kube-proxy"),)
+    fallback_policy: FallbackPolicy = FallbackPolicy.ANY_OLD_NODE
+    assumed_version: tuple[int, int, int] | None = None  # with FallbackPolicy.ASSUME_VERSION
+    draining_gate: DrainingGate = DrainingGate.UNKNOWN
+    readiness_policy: ReadinessPolicy = ReadinessPolicy.AUDIT
+    # kube-proxy DaemonSets the readiness policy covers (namespace: kube_proxy_namespace).
+    readiness_selector: tuple[tuple[str, str], ...] = (("k8s-app", "kube-proxy"),)

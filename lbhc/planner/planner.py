@@ -16,6 +16,7 @@ from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import DESTRUCTIVE_ACTIONS, Action, Change, FieldChange, Kind, Plan
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.fallback import decide_fallback
+from lbhc.planner.kube_proxy import facts_by_node
 from lbhc.planner.names import cluster_id_from_uid, is_valid_gce_name, shared_resource_name
 from lbhc.planner.pools import carries, match_pools, plan_pool_changes
 from lbhc.planner.shared import (
@@ -85,7 +86,8 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     # Eligible includes "its target pool exists" (and is provably its own): with none left,
     # the shared pair is garbage; a partial read cannot get here, its removals are withheld.
     wanted = any(claim.eligible_reason is None for claim in claims.values())
-    fallback = decide_fallback(cluster, config) if wanted else None
+    facts = facts_by_node(cluster, config) if wanted else {}
+    fallback = decide_fallback(cluster, facts, config, warnings) if wanted else None
     if wanted and not cluster.versions_complete:
         warnings.append(
             "nodes or kube-proxy Pods could not be read in full, so version skew cannot be "

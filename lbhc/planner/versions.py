@@ -9,17 +9,16 @@ from enum import StrEnum
 
 from lbhc.model.cluster import Node, Pod
 
-# kube-proxy 1.7.2 is the first to serve /healthz on 0.0.0.0:10256 (1.7.0/1.7.1 bound it
-# to 127.0.0.1, kubernetes#48600), so the first a cloud health checker can reach.
-MIN_HEALTHZ_VERSION = (1, 7, 2)
-
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?$")
+# Distro suffixes: -gke.N, -eks-..., +k3s1, -rke2r1, _coreos.0 (old CoreOS hyperkube tags).
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+_].*)?$")
 
 
 class VersionSource(StrEnum):
     POD_IMAGE = "pod-image"
     NODE_KUBE_PROXY_VERSION = "node-kube-proxy-version"
+    PROBE = "probe"
     KUBELET_VERSION = "kubelet-version"
+    ASSUMED = "assumed"  # the fallback policy `assume-version X` (kube-proxy replaced)
     NONE = "none"
 
 
@@ -31,15 +30,9 @@ class KubeProxyVersion:
     source: VersionSource
     version: tuple[int, int, int] | None
 
-    @property
-    def known(self) -> bool:
-        return self.version is not None
-
-    def serves_healthz(self) -> bool | None:
-        """True/False when known; None when the version is unknown."""
-        return None if self.version is None else self.version >= MIN_HEALTHZ_VERSION
-
     def display(self) -> str:
+        if self.source is VersionSource.PROBE:
+            return self.raw
         if self.version is None:
             return f"unknown ({self.raw!r})" if self.raw else "unknown"
         return "v{}.{}.{}".format(*self.version)
@@ -70,26 +63,24 @@ def kube_proxy_container_image(pod: Pod) -> str:
     return pod.spec.containers[0].image if len(pod.spec.containers) == 1 else ""
 
 
-def kube_proxy_version(node: Node, pod: Pod | None) -> KubeProxyVersion:
-    """The first source that has a value decides, most reliable first: the kube-proxy Pod's
-    image tag, then the node fields (which really hold the kubelet's version: hints only, as
-    kube-proxy may lag the kubelet by up to 3 minors). An unparsable value is unknown, not a
-    reason to trust a weaker source; only a digest-only image, which names no version at
-    all, falls through."""
-    if pod is not None:
-        image = kube_proxy_container_image(pod)
-        tag = image_tag(image)
-        if tag:
-            return KubeProxyVersion(image, VersionSource.POD_IMAGE, parse_version(tag))
-    info = node.status.node_info
-    if info.kube_proxy_version:
-        return KubeProxyVersion(
-            info.kube_proxy_version,
-            VersionSource.NODE_KUBE_PROXY_VERSION,
-            parse_version(info.kube_proxy_version),
-        )
-    if info.kubelet_version:
-        return KubeProxyVersion(
-            info.kubelet_version, VersionSource.KUBELET_VERSION, parse_version(info.kubelet_version)
-        )
-    return KubeProxyVersion("", VersionSource.NONE, None)
+def version_from_pod(pod: Pod | None) -> KubeProxyVersion | None:
+    """None for no pod or a digest-only image (which names no version at all)."""
+    if pod is None:
+        return None
+    image = kube_proxy_container_image(pod)
+    tag = image_tag(image)
+    return KubeProxyVersion(image, VersionSource.POD_IMAGE, parse_version(tag)) if tag else None
+
+
+def version_from_node_field(node: Node) -> KubeProxyVersion | None:
+    """status.nodeInfo.kubeProxyVersion: really the kubelet's version, cleared from 1.33."""
+    raw = node.status.node_info.kube_proxy_version
+    if not raw:
+        return None
+    return KubeProxyVersion(raw, VersionSource.NODE_KUBE_PROXY_VERSION, parse_version(raw))
+
+
+def version_from_kubelet(node: Node) -> KubeProxyVersion | None:
+    """A hint only: kube-proxy may be up to 3 minors older than the kubelet."""
+    raw = node.status.node_info.kubelet_version
+    return KubeProxyVersion(raw, VersionSource.KUBELET_VERSION, parse_version(raw)) if raw else None

@@ -16,7 +16,7 @@ from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
 from lbhc.kube.snapshot_file import load_cluster_snapshot
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.config import PlannerConfig
-from lbhc.planner.fallback import is_kube_proxy_pod
+from lbhc.planner.kube_proxy import is_kube_proxy_pod
 from lbhc.sandbox.kube_fake import JournalEntry, KubeFake, KubeFakeServer
 from tests.kube.conftest import (
     KUBE_SYSTEM_UID,

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from lbhc.planner.nodes import is_being_deleted, is_excluded_from_load_balancers
-from lbhc.planner.versions import VersionSource, image_tag, kube_proxy_version, parse_version
+from lbhc.model.cluster import HealthProbe
+from lbhc.planner.capabilities import (
+    Capabilities,
+    capabilities_from_probe,
+    capabilities_of,
+    detect,
+)
+from lbhc.planner.config import DrainingGate
+from lbhc.planner.versions import VersionSource, image_tag, parse_version
 from tests.builders import kube_proxy_pod, node
 
 
@@ -14,12 +22,23 @@ from tests.builders import kube_proxy_pod, node
     [
         ("v1.31.4", (1, 31, 4)),
         ("1.7.2", (1, 7, 2)),
-        ("v1.31.4-gke.1072000", (1, 31, 4)),
         ("v1.29", (1, 29, 0)),
-        ("v1.30.0+k3s1", (1, 30, 0)),
+        ("v1.31.4-gke.1072000", (1, 31, 4)),  # GKE
+        ("v1.29.0-minimal-eksbuild.1", (1, 29, 0)),  # EKS add-on, minimal image
+        ("v1.28.1-eksbuild.1", (1, 28, 1)),  # EKS add-on
+        ("v1.30.2", (1, 30, 2)),  # kubeadm
+        ("v1.30.0+k3s1", (1, 30, 0)),  # k3s
+        ("v1.28.10-rke2r1-build20240514", (1, 28, 10)),  # RKE2 hardened image
+        ("v1.7.2_coreos.0", (1, 7, 2)),  # CoreOS hyperkube
+        ("v1.33.0-alpha.1", (1, 33, 0)),
         ("latest", None),
+        ("stable", None),
+        ("v1", None),
+        ("1.x", None),
+        ("v1.31.4.5", None),
         ("", None),
         ("sha256:abc", None),
+        ("vv1.30.0", None),
     ],
 )
 def test_parse_version(text: str, expected: tuple[int, int, int] | None) -> None:
@@ -34,40 +53,97 @@ def test_parse_version(text: str, expected: tuple[int, int, int] | None) -> None
         ("localhost:5000/kube-proxy", ""),
         ("gke.gcr.io/kube-proxy-amd64:v1.31.4-gke.1072000@sha256:0123", "v1.31.4-gke.1072000"),
         ("registry.k8s.io/kube-proxy@sha256:0123", ""),
+        (
+            "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy:v1.29.0-minimal-eksbuild.1",
+            "v1.29.0-minimal-eksbuild.1",
+        ),
+        ("kube-proxy", ""),
     ],
 )
 def test_image_tag(image: str, tag: str) -> None:
     assert image_tag(image) == tag
 
 
+def caps(healthz: bool | None, livez: bool | None, drains: bool | None) -> Capabilities:
+    return Capabilities(healthz, livez, drains)
+
+
 @pytest.mark.parametrize(
-    ("pod_image", "field", "kubelet", "version", "source"),
+    ("version", "gate", "expected"),
     [
+        ((1, 7, 1), DrainingGate.UNKNOWN, caps(False, False, False)),
+        ((1, 7, 2), DrainingGate.UNKNOWN, caps(True, False, False)),
+        ((1, 27, 16), DrainingGate.ENABLED, caps(True, False, False)),
+        ((1, 28, 0), DrainingGate.UNKNOWN, caps(True, True, None)),
+        ((1, 28, 0), DrainingGate.ENABLED, caps(True, True, True)),
+        ((1, 29, 15), DrainingGate.DISABLED, caps(True, True, False)),
+        ((1, 29, 15), DrainingGate.UNKNOWN, caps(True, True, None)),
+        ((1, 30, 0), DrainingGate.UNKNOWN, caps(True, True, True)),
+        # From 1.30 the gate is on by default, and from 1.31 it is GA: the setting is moot.
+        ((1, 30, 0), DrainingGate.DISABLED, caps(True, True, True)),
+        ((1, 33, 1), DrainingGate.UNKNOWN, caps(True, True, True)),
+        (None, DrainingGate.ENABLED, caps(None, None, None)),
+    ],
+)
+def test_capabilities_at_every_boundary(
+    version: tuple[int, int, int] | None, gate: DrainingGate, expected: Capabilities
+) -> None:
+    assert capabilities_of(version, gate) == expected
+
+
+def probe(healthz: int | None, livez: int | None) -> HealthProbe:
+    return HealthProbe("10.0.0.1:10256", livez=livez, healthz=healthz)
+
+
+@pytest.mark.parametrize(
+    ("seen", "being_deleted", "expected"),
+    [
+        (probe(None, None), False, caps(False, False, False)),  # nothing listens
+        (probe(404, 404), False, caps(False, False, False)),  # not kube-proxy's server
+        (probe(200, 404), False, caps(True, False, False)),  # older than 1.28
+        (probe(503, 404), True, caps(True, False, False)),
+        (probe(200, 200), False, caps(True, True, None)),  # >= 1.28, draining unseen
+        (probe(503, 200), True, caps(True, True, True)),  # seen draining
+        (probe(200, 200), True, caps(True, True, False)),  # being deleted, still serving
+        (probe(503, 503), True, caps(True, True, None)),  # proxier unhealthy: can't tell
+    ],
+)
+def test_capabilities_from_probe(
+    seen: HealthProbe, being_deleted: bool, expected: Capabilities
+) -> None:
+    assert capabilities_from_probe(seen, being_deleted) == expected
+
+
+DIGEST = "registry.k8s.io/kube-proxy@sha256:00"
+
+
+@pytest.mark.parametrize(
+    ("pod_image", "field", "kubelet", "seen", "display", "source"),
+    [
+        ("registry.k8s.io/kube-proxy:v1.28.2", "v1.31.0", "v1.31.0", None, "v1.28.2", "pod-image"),
+        (DIGEST, "v1.27.1", "v1.31.0", None, "v1.27.1", "node-kube-proxy-version"),
         (
-            "registry.k8s.io/kube-proxy:v1.28.2",
+            "registry.k8s.io/kube-proxy:latest",
             "v1.31.0",
             "v1.31.0",
-            (1, 28, 2),
-            VersionSource.POD_IMAGE,
+            None,
+            "unknown ('registry.k8s.io/kube-proxy:latest')",
+            "pod-image",
         ),
-        (
-            "registry.k8s.io/kube-proxy@sha256:00",
-            "v1.27.1",
-            "v1.31.0",
-            (1, 27, 1),
-            VersionSource.NODE_KUBE_PROXY_VERSION,
-        ),
-        ("registry.k8s.io/kube-proxy:latest", "", "v1.31.0", None, VersionSource.POD_IMAGE),
-        (None, "", "v1.33.1", (1, 33, 1), VersionSource.KUBELET_VERSION),
-        (None, "", "custom", None, VersionSource.KUBELET_VERSION),
-        (None, "", "", None, VersionSource.NONE),
+        (DIGEST, "", "v1.33.1", probe(200, 404), "probe of 10.0.0.1:10256", "probe"),
+        ("registry.k8s.io/kube-proxy:dev", "", "v1.33.1", probe(200, 200), "probe of", "probe"),
+        (None, "", "v1.33.1", None, "v1.33.1", "kubelet-version"),
+        (None, "", "custom", None, "unknown ('custom')", "kubelet-version"),
+        (None, "", "", None, "unknown", "none"),
     ],
     ids=[
         "pod-image-wins",
-        "digest-falls-through",
+        "digest-falls-through-to-node-field",
         "unparsable-tag-is-unknown-not-the-kubelets",
-        "kubelet-hint",
-        "unparsable",
+        "probe-before-kubelet-hint",
+        "probe-resolves-an-unparsable-tag",
+        "kubelet-hint-last",
+        "unparsable-hint",
         "nothing",
     ],
 )
@@ -75,12 +151,21 @@ def test_version_sources_in_order(
     pod_image: str | None,
     field: str,
     kubelet: str,
-    version: tuple[int, int, int] | None,
-    source: VersionSource,
+    seen: HealthProbe | None,
+    display: str,
+    source: str,
 ) -> None:
     pod = kube_proxy_pod("n", pod_image) if pod_image else None
-    found = kube_proxy_version(node("n", kubelet, kube_proxy_field=field), pod)
-    assert (found.version, found.source) == (version, source)
+    facts = detect(node("n", kubelet, kube_proxy_field=field), pod, seen, DrainingGate.UNKNOWN)
+    assert facts.source.value == source
+    assert facts.version.display().startswith(display)
+
+
+def test_assumed_version_overrides_every_source() -> None:
+    pod = kube_proxy_pod("n", "registry.k8s.io/kube-proxy:v1.6.0")
+    facts = detect(node("n"), pod, probe(None, None), DrainingGate.UNKNOWN, (1, 31, 0))
+    assert facts.source is VersionSource.ASSUMED
+    assert facts.capabilities == caps(True, True, True)
 
 
 @pytest.mark.parametrize(
