@@ -1,0 +1,108 @@
+"""A context-aware view of kube-proxy health, in the spirit of a "system components healthy"
+condition: a kube-proxy that is unready because its node is being deleted is expected (its
+/healthz drains the node on purpose), not a failure to page anyone about."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lbhc.model.cluster import ClusterSnapshot, Pod
+from lbhc.planner.nodes import is_being_deleted
+
+_MAX_NAMES = 5
+
+
+class PodHealth(StrEnum):
+    READY = "ready"
+    EXPECTED_UNREADY = "expected-unready"
+    UNREADY = "unready"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class KubeProxyPodStatus:
+    node: str
+    pod: str  # "" when missing
+    state: PodHealth
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "node": self.node,
+            "pod": self.pod,
+            "state": self.state.value,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class KubeProxyHealth:
+    """`healthy` is None when there is no kube-proxy to judge (none found at all)."""
+
+    pods: tuple[KubeProxyPodStatus, ...]
+    healthy: bool | None
+    message: str
+
+    def counts(self) -> dict[str, int]:
+        found = Counter(status.state for status in self.pods)
+        return {state.value: found.get(state, 0) for state in PodHealth}
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "healthy": self.healthy,
+            "message": self.message,
+            "counts": self.counts(),
+            "pods": [status.to_json() for status in self.pods],
+        }
+
+
+def pod_health(pod: Pod, node_being_deleted: bool) -> tuple[PodHealth, str]:
+    if pod.ready:
+        return PodHealth.READY, "Ready"
+    if node_being_deleted:
+        return PodHealth.EXPECTED_UNREADY, "unready because its node is being deleted"
+    if pod.metadata.deletion_timestamp:
+        return PodHealth.EXPECTED_UNREADY, "unready while terminating (a rollout or eviction)"
+    return PodHealth.UNREADY, f"not Ready (phase {pod.status.phase or 'unknown'})"
+
+
+def kube_proxy_health(cluster: ClusterSnapshot, pods: Mapping[str, Pod]) -> KubeProxyHealth:
+    if not pods:
+        return KubeProxyHealth(
+            (),
+            None,
+            "no kube-proxy Pods found: kube-proxy is replaced (e.g. by a CNI) or the "
+            "kube-proxy namespace/selector settings do not match it",
+        )
+    statuses: list[KubeProxyPodStatus] = []
+    for node in cluster.nodes:
+        deleting = is_being_deleted(node)
+        pod = pods.get(node.name)
+        if pod is None:
+            if not deleting:  # a node on its way out may already have lost its Pod
+                statuses.append(
+                    KubeProxyPodStatus(node.name, "", PodHealth.MISSING, "no kube-proxy Pod")
+                )
+            continue
+        state, reason = pod_health(pod, deleting)
+        statuses.append(KubeProxyPodStatus(node.name, pod.metadata.name, state, reason))
+    return summarize(tuple(statuses))
+
+
+def summarize(statuses: tuple[KubeProxyPodStatus, ...]) -> KubeProxyHealth:
+    by_state: dict[PodHealth, list[str]] = {state: [] for state in PodHealth}
+    for status in statuses:
+        by_state[status.state].append(status.node)
+    parts = []
+    for state, nodes in by_state.items():
+        part = f"{len(nodes)} {state.value}"
+        if nodes and state is not PodHealth.READY:
+            shown = ", ".join(sorted(nodes)[:_MAX_NAMES])
+            more = len(nodes) - _MAX_NAMES
+            part += f" ({shown}{f' and {more} more' if more > 0 else ''})"
+        parts.append(part)
+    healthy = not by_state[PodHealth.UNREADY] and not by_state[PodHealth.MISSING]
+    return KubeProxyHealth(statuses, healthy, "kube-proxy: " + ", ".join(parts))

@@ -1,0 +1,189 @@
+"""The readiness-probe policy for kube-proxy DaemonSets (the Gardener fix, gardener#12015):
+probe readiness on /livez where every node of the DaemonSet serves it (>= 1.28), else on
+/healthz, and never use /healthz for liveness, which restarts kube-proxy on nodes being
+deleted. Pure: findings and the smallest patches out; the controller decides to send them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from lbhc.model.cluster import ClusterSnapshot, Container, DaemonSet, Pod, Probe
+from lbhc.planner.capabilities import KubeProxyFacts
+from lbhc.planner.config import PlannerConfig, ReadinessPolicy
+from lbhc.planner.kube_proxy import matches
+
+HEALTHZ, LIVEZ = "/healthz", "/livez"
+_HEALTH_PATHS = (HEALTHZ, LIVEZ)
+
+
+class FindingKind(StrEnum):
+    READINESS_ON_HEALTHZ = "readiness-on-healthz"
+    READINESS_LIVEZ_UNSUPPORTED = "readiness-on-livez-unsupported"
+    LIVENESS_ON_HEALTHZ = "liveness-on-healthz"
+
+
+@dataclass(frozen=True)
+class ReadinessFinding:
+    daemonset: str  # namespace/name
+    container: str
+    kind: FindingKind
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "daemonset": self.daemonset,
+            "container": self.container,
+            "kind": self.kind.value,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class ProbePatch:
+    """Set one container's readinessProbe.httpGet.path, and nothing else: a strategic merge
+    patch merges containers by name and maps field by field. The resourceVersion makes it
+    conditional (409 if the DaemonSet changed since it was read)."""
+
+    namespace: str
+    name: str
+    resource_version: str
+    container: str
+    path: str
+
+    def body(self) -> dict[str, Any]:
+        probe = {"readinessProbe": {"httpGet": {"path": self.path}}}
+        return {
+            "metadata": {"resourceVersion": self.resource_version},
+            "spec": {"template": {"spec": {"containers": [{"name": self.container, **probe}]}}},
+        }
+
+
+@dataclass(frozen=True)
+class ReadinessReview:
+    findings: tuple[ReadinessFinding, ...] = ()
+    patches: tuple[ProbePatch, ...] = ()  # empty unless the policy is enforce
+    # namespace/name -> the right readiness path, or "" when it cannot be decided yet
+    right_paths: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_json() for f in self.findings],
+            "rightPaths": dict(self.right_paths),
+            "patches": [
+                {"daemonset": f"{p.namespace}/{p.name}", "container": p.container, "path": p.path}
+                for p in self.patches
+            ],
+        }
+
+
+def is_managed(daemonset: DaemonSet, config: PlannerConfig) -> bool:
+    return daemonset.metadata.namespace == config.kube_proxy_namespace and matches(
+        daemonset.metadata.labels, config.readiness_selector
+    )
+
+
+def pods_of(daemonset: DaemonSet, pods: tuple[Pod, ...]) -> list[Pod]:
+    """By owner reference; by the DaemonSet's selector when Pods carry none (a dump)."""
+    uid = daemonset.metadata.uid
+    owned = [p for p in pods if any(ref.uid == uid for ref in p.metadata.owner_references)]
+    if owned or not daemonset.spec.selector.match_labels:
+        return owned
+    return [
+        p
+        for p in pods
+        if not p.metadata.owner_references
+        and p.metadata.namespace == daemonset.metadata.namespace
+        and matches(p.metadata.labels, daemonset.spec.selector.match_labels.items())
+    ]
+
+
+def right_readiness_path(nodes: list[str], facts: Mapping[str, KubeProxyFacts]) -> str:
+    """/livez when every node's kube-proxy serves it, /healthz when one does not, "" when
+    that cannot be told (no Pods yet, or a version unknown)."""
+    if not nodes:
+        return ""
+    serves = [facts[n].capabilities.serves_livez if n in facts else None for n in nodes]
+    if any(s is False for s in serves):
+        return HEALTHZ
+    return LIVEZ if all(serves) else ""
+
+
+def _path(probe: Probe | None) -> str:
+    if probe is None or probe.http_get is None:
+        return ""
+    return probe.http_get.path if probe.http_get.path in _HEALTH_PATHS else ""
+
+
+def review_readiness(
+    cluster: ClusterSnapshot, facts: Mapping[str, KubeProxyFacts], config: PlannerConfig
+) -> ReadinessReview:
+    if config.readiness_policy is ReadinessPolicy.OFF:
+        return ReadinessReview()
+    findings: list[ReadinessFinding] = []
+    patches: list[ProbePatch] = []
+    right_paths: dict[str, str] = {}
+    for daemonset in cluster.kube_proxy_daemonsets:
+        if not is_managed(daemonset, config):
+            continue
+        nodes = sorted({p.spec.node_name for p in pods_of(daemonset, cluster.kube_proxy_pods)})
+        right = right_readiness_path([n for n in nodes if n], facts)
+        right_paths[daemonset.key] = right
+        may_drain = any(
+            facts[n].capabilities.drains_when_deleted is not False for n in nodes if n in facts
+        )
+        for container in daemonset.spec.template.spec.containers:
+            findings += _container_findings(daemonset, container, right, may_drain)
+            current = _path(container.readiness_probe)
+            if config.readiness_policy is ReadinessPolicy.ENFORCE and current and right:
+                if current != right:
+                    patches.append(
+                        ProbePatch(
+                            daemonset.metadata.namespace,
+                            daemonset.metadata.name,
+                            daemonset.metadata.resource_version,
+                            container.name,
+                            right,
+                        )
+                    )
+    return ReadinessReview(tuple(findings), tuple(patches), right_paths)
+
+
+def _container_findings(
+    daemonset: DaemonSet, container: Container, right: str, may_drain: bool
+) -> list[ReadinessFinding]:
+    found: list[ReadinessFinding] = []
+    readiness = _path(container.readiness_probe)
+    if readiness == HEALTHZ and right == LIVEZ:
+        found.append(
+            ReadinessFinding(
+                daemonset.key,
+                container.name,
+                FindingKind.READINESS_ON_HEALTHZ,
+                "readiness probe uses /healthz although every node's kube-proxy serves /livez: "
+                "its Pods turn unready on every node being scaled down; probe /livez instead",
+            )
+        )
+    elif readiness == LIVEZ and right == HEALTHZ:
+        found.append(
+            ReadinessFinding(
+                daemonset.key,
+                container.name,
+                FindingKind.READINESS_LIVEZ_UNSUPPORTED,
+                "readiness probe uses /livez but some nodes run kube-proxy older than v1.28, "
+                "which answers 404 there: those Pods never become ready; probe /healthz",
+            )
+        )
+    if _path(container.liveness_probe) == HEALTHZ and may_drain:
+        found.append(
+            ReadinessFinding(
+                daemonset.key,
+                container.name,
+                FindingKind.LIVENESS_ON_HEALTHZ,
+                "liveness probe uses /healthz, which fails on purpose on nodes being deleted: "
+                "kubelet restarts kube-proxy there during every scale-down; use /livez or none",
+            )
+        )
+    return found
