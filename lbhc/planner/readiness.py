@@ -137,17 +137,17 @@ def review_readiness(
         for container in daemonset.spec.template.spec.containers:
             findings += _container_findings(daemonset, container, right, may_drain)
             current = _path(container.readiness_probe)
-            if config.readiness_policy is ReadinessPolicy.ENFORCE and current and right:
-                if current != right:
-                    patches.append(
-                        ProbePatch(
-                            daemonset.metadata.namespace,
-                            daemonset.metadata.name,
-                            daemonset.metadata.resource_version,
-                            container.name,
-                            right,
-                        )
+            enforce = config.readiness_policy is ReadinessPolicy.ENFORCE
+            if enforce and current and right and current != right:
+                patches.append(
+                    ProbePatch(
+                        daemonset.metadata.namespace,
+                        daemonset.metadata.name,
+                        daemonset.metadata.resource_version,
+                        container.name,
+                        right,
                     )
+                )
     return ReadinessReview(tuple(findings), tuple(patches), right_paths)
 
 

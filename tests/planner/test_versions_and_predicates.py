@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from lbhc.planner.nodes import is_being_deleted, is_excluded_from_load_balancers
 from lbhc.model.cluster import HealthProbe
 from lbhc.planner.capabilities import (
     Capabilities,
@@ -13,6 +12,7 @@ from lbhc.planner.capabilities import (
     detect,
 )
 from lbhc.planner.config import DrainingGate
+from lbhc.planner.nodes import is_being_deleted, is_excluded_from_load_balancers
 from lbhc.planner.versions import VersionSource, image_tag, parse_version
 from tests.builders import kube_proxy_pod, node
 

@@ -1,0 +1,448 @@
+"""Tables for what lbhc tells operators about kube-proxy: fallback policies as old nodes come
+and go, each node's drain state, the context-aware kube-proxy health view, the readiness
+review, and the status report that puts them together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from lbhc.model.cluster import Node, Pod
+from lbhc.model.plan import Action
+from lbhc.planner.capabilities import Capabilities, KubeProxyFacts
+from lbhc.planner.config import DrainingGate, FallbackPolicy, ReadinessPolicy, UnknownVersionPolicy
+from lbhc.planner.drain import DrainState, marked_at, node_drain
+from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
+from lbhc.planner.kube_proxy_health import PodHealth, kube_proxy_health
+from lbhc.planner.planner import plan
+from lbhc.planner.readiness import FindingKind, review_readiness
+from lbhc.planner.status import assess
+from lbhc.planner.versions import KubeProxyVersion, VersionSource
+from tests.builders import (
+    TO_BE_DELETED,
+    cloud,
+    cluster,
+    config,
+    kube_proxy_daemonset,
+    kube_proxy_pod,
+    names,
+    node,
+    our_check,
+    our_firewall,
+    pool_for,
+    service,
+)
+
+_, NAME, URL = names()
+WEB = service("web")
+LOCAL = service("local", policy="Local")
+EXCLUDE = {"node.kubernetes.io/exclude-from-external-load-balancers": "true"}
+
+
+def image(version: str) -> str:
+    return f"registry.k8s.io/kube-proxy:{version}"
+
+
+def attached() -> object:
+    return cloud(
+        check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB, health_checks=(URL,)),)
+    )
+
+
+# ---- fallback as old nodes join and leave ---------------------------------------------------
+
+
+def test_fallback_entered_when_an_old_node_joins_and_left_when_it_goes() -> None:
+    modern = (node("a", "v1.31.4"), node("b", "v1.31.4"))
+    old = node("old", "v1.6.13")
+    before = plan(cluster(services=(WEB,), nodes=modern), attached(), config())  # type: ignore[arg-type]
+    during = plan(cluster(services=(WEB,), nodes=(*modern, old)), attached(), config())  # type: ignore[arg-type]
+    detached = cloud(check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB),))
+    after = plan(cluster(services=(WEB,), nodes=modern), detached, config())
+
+    assert before.fallback is None and not before.changes
+    assert during.fallback is not None
+    assert [n.node for n in during.fallback.nodes] == ["old"]
+    assert [(c.action, c.name) for c in during.changes] == [(Action.DETACH, pool_for(WEB).name)]
+    assert "old (v1.6.13 from kubelet-version)" in during.changes[0].reason
+    assert after.fallback is None
+    assert [c.action for c in after.changes] == [Action.ATTACH]
+
+
+@dataclass(frozen=True)
+class PolicyCase:
+    id: str
+    policy: FallbackPolicy
+    assumed: tuple[int, int, int] | None
+    nodes: tuple[Node, ...]
+    pods: tuple[Pod, ...] = ()
+    unknown: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
+    fallback: bool = False
+    warning: str | None = None
+
+
+POLICY_CASES = [
+    PolicyCase("any-old-node: all modern", FallbackPolicy.ANY_OLD_NODE, None, (node("a"),)),
+    PolicyCase(
+        "any-old-node: one too old",
+        FallbackPolicy.ANY_OLD_NODE,
+        None,
+        (node("a"), node("b", "v1.7.1")),
+        fallback=True,
+    ),
+    PolicyCase(
+        "any-old-node: unknown version falls back by default",
+        FallbackPolicy.ANY_OLD_NODE,
+        None,
+        (node("a"), node("b")),
+        pods=(kube_proxy_pod("b", image("latest")),),
+        fallback=True,
+    ),
+    PolicyCase(
+        "any-old-node: unknown assumed supported when configured",
+        FallbackPolicy.ANY_OLD_NODE,
+        None,
+        (node("a"), node("b")),
+        pods=(kube_proxy_pod("b", image("latest")),),
+        unknown=UnknownVersionPolicy.ASSUME_SUPPORTED,
+    ),
+    PolicyCase(
+        "any-old-node: an excluded old node does not count",
+        FallbackPolicy.ANY_OLD_NODE,
+        None,
+        (node("a"), node("b", "v1.6.0", labels=EXCLUDE)),
+    ),
+    PolicyCase(
+        "never: stays attached, warns with the node",
+        FallbackPolicy.NEVER,
+        None,
+        (node("a"), node("b", "v1.6.0")),
+        warning="cannot answer it",
+    ),
+    PolicyCase(
+        "assume-version: a replaced kube-proxy with an old kubelet hint",
+        FallbackPolicy.ASSUME_VERSION,
+        (1, 31, 0),
+        (node("a", "v1.6.0"), node("b", "")),
+    ),
+    PolicyCase(
+        "assume-version: assuming an old version falls back",
+        FallbackPolicy.ASSUME_VERSION,
+        (1, 7, 1),
+        (node("a"),),
+        fallback=True,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", POLICY_CASES, ids=lambda c: c.id)
+def test_fallback_policies(case: PolicyCase) -> None:
+    cfg = config(
+        fallback_policy=case.policy,
+        assumed_version=case.assumed,
+        unknown_version_policy=case.unknown,
+    )
+    result = plan(cluster(services=(WEB,), nodes=case.nodes, pods=case.pods), attached(), cfg)  # type: ignore[arg-type]
+    assert (result.fallback is not None) is case.fallback
+    assert any(c.action is Action.DETACH for c in result.changes) is case.fallback
+    if case.warning:
+        assert any(case.warning in w and "b (" in w for w in result.warnings), result.warnings
+
+
+# ---- drain states ---------------------------------------------------------------------------
+
+
+def facts(healthz: bool | None, livez: bool | None, drains: bool | None) -> KubeProxyFacts:
+    version = KubeProxyVersion("v1.31.4", VersionSource.POD_IMAGE, (1, 31, 4))
+    return KubeProxyFacts(version, Capabilities(healthz, livez, drains))
+
+
+MODERN, OLD, UNSURE = facts(True, True, True), facts(True, False, False), facts(True, True, None)
+
+
+@pytest.mark.parametrize(
+    ("the_node", "kp", "check_in_use", "state"),
+    [
+        (node(), MODERN, True, DrainState.SERVING),
+        (node(taints=TO_BE_DELETED), MODERN, True, DrainState.DRAINING),
+        (
+            node(taints=(("ToBeDeletedByClusterAutoscaler", "NoExecute"),)),
+            MODERN,
+            True,
+            DrainState.DRAINING,
+        ),
+        (node(deleting=True), MODERN, True, DrainState.DRAINING),
+        (node(taints=TO_BE_DELETED), OLD, True, DrainState.NOT_DRAINING),
+        (node(deleting=True), OLD, True, DrainState.NOT_DRAINING),
+        (node(taints=TO_BE_DELETED), UNSURE, True, DrainState.UNKNOWN),
+        (node(taints=TO_BE_DELETED), MODERN, False, DrainState.NOT_DRAINING),
+        (node(labels=EXCLUDE, taints=TO_BE_DELETED), MODERN, True, DrainState.EXCLUDED),
+        (
+            node(taints=(("DeletionCandidateOfClusterAutoscaler", "PreferNoSchedule"),)),
+            MODERN,
+            True,
+            DrainState.SERVING,
+        ),
+        (
+            node(taints=(("node.kubernetes.io/unschedulable", "NoSchedule"),)),
+            MODERN,
+            True,
+            DrainState.SERVING,
+        ),
+        (
+            node(taints=(("karpenter.sh/disrupted", "NoSchedule"),)),
+            MODERN,
+            True,
+            DrainState.SERVING,
+        ),
+    ],
+    ids=[
+        "plain",
+        "autoscaler-taint",
+        "taint-effect-irrelevant",
+        "deletion-timestamp",
+        "too-old-to-drain",
+        "too-old-deleting",
+        "gate-unknown",
+        "fallback-no-check",
+        "excluded-wins",
+        "deletion-candidate-does-not-drain",
+        "unschedulable-does-not-drain",
+        "karpenter-disrupted-does-not-drain",
+    ],
+)
+def test_drain_state(
+    the_node: Node, kp: KubeProxyFacts, check_in_use: bool, state: DrainState
+) -> None:
+    assert node_drain(the_node, kp, check_in_use).state is state
+
+
+def test_marked_at_reads_the_autoscaler_taint_value_as_unix_seconds() -> None:
+    tainted = node(taints=TO_BE_DELETED, taint_value="1795306688")
+    assert marked_at(tainted) == "2026-11-22T00:18:08Z"
+    assert marked_at(node(deleting=True)) == "2026-11-22T00:00:00Z"
+    assert marked_at(node(taints=TO_BE_DELETED, taint_value="not-a-time")) == ""
+
+
+# ---- kube-proxy health view -----------------------------------------------------------------
+
+
+def health_of(nodes: tuple[Node, ...], pods: tuple[Pod, ...]) -> dict[str, PodHealth]:
+    snapshot = cluster(nodes=nodes, pods=pods)
+    view = kube_proxy_health(snapshot, kube_proxy_pods_by_node(pods, config()))
+    return {status.node: status.state for status in view.pods}
+
+
+@pytest.mark.parametrize(
+    ("the_node", "pod", "state"),
+    [
+        (node("n"), kube_proxy_pod("n", image("v1.31.4")), PodHealth.READY),
+        (node("n"), kube_proxy_pod("n", image("v1.31.4"), ready=False), PodHealth.UNREADY),
+        (
+            node("n", taints=TO_BE_DELETED),
+            kube_proxy_pod("n", image("v1.31.4"), ready=False),
+            PodHealth.EXPECTED_UNREADY,
+        ),
+        (
+            node("n", deleting=True),
+            kube_proxy_pod("n", image("v1.31.4"), ready=False),
+            PodHealth.EXPECTED_UNREADY,
+        ),
+        (
+            node("n"),
+            kube_proxy_pod("n", image("v1.31.4"), ready=False, deleting=True),
+            PodHealth.EXPECTED_UNREADY,
+        ),
+        (
+            node("n", taints=(("DeletionCandidateOfClusterAutoscaler", "PreferNoSchedule"),)),
+            kube_proxy_pod("n", image("v1.31.4"), ready=False),
+            PodHealth.UNREADY,
+        ),
+        (node("n"), None, PodHealth.MISSING),
+    ],
+    ids=[
+        "ready",
+        "unready",
+        "tainted",
+        "deleting",
+        "pod-terminating",
+        "candidate-is-real",
+        "missing",
+    ],
+)
+def test_kube_proxy_pod_states(the_node: Node, pod: Pod | None, state: PodHealth) -> None:
+    other = kube_proxy_pod("other", image("v1.31.4"))  # so the cluster runs kube-proxy at all
+    pods = (other,) if pod is None else (other, pod)
+    assert health_of((the_node, node("other")), pods)["n"] is state
+
+
+def test_health_summary_is_healthy_during_scale_down_and_names_real_problems() -> None:
+    nodes = (node("a"), node("b", taints=TO_BE_DELETED), node("c"), node("d"))
+    pods = (
+        kube_proxy_pod("a", image("v1.31.4")),
+        kube_proxy_pod("b", image("v1.31.4"), ready=False),
+        kube_proxy_pod("c", image("v1.31.4")),
+    )
+    scaling = kube_proxy_health(
+        cluster(nodes=nodes[:3], pods=pods), kube_proxy_pods_by_node(pods, config())
+    )
+    assert scaling.healthy is True
+    assert scaling.counts() == {"ready": 2, "expected-unready": 1, "unready": 0, "missing": 0}
+    assert "1 expected-unready (b)" in scaling.message
+
+    broken = kube_proxy_health(
+        cluster(nodes=nodes, pods=pods), kube_proxy_pods_by_node(pods, config())
+    )
+    assert broken.healthy is False
+    assert "1 missing (d)" in broken.message
+
+
+def test_no_kube_proxy_at_all_is_not_judged() -> None:
+    view = kube_proxy_health(cluster(nodes=(node("a"),)), {})
+    assert view.healthy is None and "replaced" in view.message
+
+
+# ---- readiness review -----------------------------------------------------------------------
+
+
+def readiness_review(
+    ds_kwargs: dict[str, object], versions: dict[str, str], **cfg: object
+) -> object:
+    nodes = tuple(node(n) for n in versions)
+    pods = tuple(kube_proxy_pod(n, image(v), owner_uid="ds-uid-1") for n, v in versions.items())
+    snapshot = cluster(nodes=nodes, pods=pods, daemonsets=(kube_proxy_daemonset(**ds_kwargs),))  # type: ignore[arg-type]
+    the_config = config(**cfg)
+    return review_readiness(snapshot, facts_by_node(snapshot, the_config), the_config)
+
+
+@pytest.mark.parametrize(
+    ("ds", "versions", "kinds", "right"),
+    [
+        (
+            {"readiness": "/healthz"},
+            {"a": "v1.31.4", "b": "v1.28.0"},
+            [FindingKind.READINESS_ON_HEALTHZ],
+            "/livez",
+        ),
+        ({"readiness": "/livez"}, {"a": "v1.31.4", "b": "v1.28.0"}, [], "/livez"),
+        ({"readiness": "/healthz"}, {"a": "v1.31.4", "b": "v1.27.9"}, [], "/healthz"),
+        (
+            {"readiness": "/livez"},
+            {"a": "v1.31.4", "b": "v1.27.9"},
+            [FindingKind.READINESS_LIVEZ_UNSUPPORTED],
+            "/healthz",
+        ),
+        (
+            {"readiness": "/livez", "liveness": "/healthz"},
+            {"a": "v1.31.4"},
+            [FindingKind.LIVENESS_ON_HEALTHZ],
+            "/livez",
+        ),
+        ({"readiness": None, "liveness": "/healthz"}, {"a": "v1.27.1"}, [], "/healthz"),
+        ({"readiness": "/healthz"}, {"a": "v1.31.4", "b": "latest"}, [], ""),
+        ({"readiness": "/healthz"}, {}, [], ""),
+    ],
+    ids=[
+        "healthz-where-livez-everywhere",
+        "livez-right",
+        "healthz-right-with-an-old-node",
+        "livez-with-an-old-node",
+        "liveness-on-healthz-is-dangerous",
+        "liveness-harmless-where-nothing-drains",
+        "unknown-version-undecided",
+        "no-pods-undecided",
+    ],
+)
+def test_readiness_audit(
+    ds: dict[str, object], versions: dict[str, str], kinds: list[FindingKind], right: str
+) -> None:
+    review = readiness_review(ds, versions)
+    assert [f.kind for f in review.findings] == kinds  # type: ignore[attr-defined]
+    assert review.right_paths == {"kube-system/kube-proxy": right}  # type: ignore[attr-defined]
+    assert review.patches == ()  # type: ignore[attr-defined]  # audit never writes
+
+
+def test_enforce_patches_only_the_readiness_path_with_its_resource_version() -> None:
+    review = readiness_review(
+        {"readiness": "/healthz", "liveness": "/healthz", "resource_version": "42"},
+        {"a": "v1.31.4"},
+        readiness_policy=ReadinessPolicy.ENFORCE,
+    )
+    (patch,) = review.patches  # type: ignore[attr-defined]
+    assert patch.body() == {
+        "metadata": {"resourceVersion": "42"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "kube-proxy", "readinessProbe": {"httpGet": {"path": "/livez"}}}
+                    ]
+                }
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("ds", "cfg"),
+    [
+        ({"labels": {"app": "something-else"}}, {"readiness_policy": ReadinessPolicy.ENFORCE}),
+        ({}, {"readiness_policy": ReadinessPolicy.OFF}),
+    ],
+    ids=["not-selected", "policy-off"],
+)
+def test_unmanaged_daemonsets_are_left_alone(ds: dict[str, object], cfg: dict[str, object]) -> None:
+    review = readiness_review(ds, {"a": "v1.31.4"}, **cfg)
+    assert review.findings == () and review.patches == ()  # type: ignore[attr-defined]
+
+
+# ---- status report --------------------------------------------------------------------------
+
+
+def test_status_reports_services_and_nodes_during_scale_down() -> None:
+    nodes = (
+        node("a"),
+        node("b", taints=TO_BE_DELETED, taint_value="1795306688"),
+        node("c", labels=EXCLUDE),
+    )
+    pods = (
+        kube_proxy_pod("a", image("v1.31.4")),
+        kube_proxy_pod("b", image("v1.31.4"), ready=False),
+        kube_proxy_pod("c", image("v1.27.2")),
+    )
+    snapshot = cluster(services=(WEB, LOCAL, service("new")), nodes=nodes, pods=pods)
+    the_cloud = cloud(
+        check=our_check(),
+        firewall=our_firewall(),
+        pools=(pool_for(WEB, health_checks=(URL,)), pool_for(LOCAL), pool_for(service("new"))),
+    )
+    cfg = config(draining_gate=DrainingGate.UNKNOWN)
+    report = assess(snapshot, the_cloud, cfg, plan(snapshot, the_cloud, cfg))
+
+    checks = {s.service: s.check for s in report.services}
+    assert checks == {
+        "default/web": "attached",
+        "default/local": "not-applicable",
+        "default/new": "pending",
+    }
+    states = {n.node: (n.drain.state, n.pod_state) for n in report.nodes}
+    assert states == {
+        "a": (DrainState.SERVING, "ready"),
+        "b": (DrainState.DRAINING, "expected-unready"),
+        "c": (DrainState.EXCLUDED, "ready"),
+    }
+    assert report.nodes[1].drain.marked_at == "2026-11-22T00:18:08Z"
+    assert report.kube_proxy.healthy is True
+    assert report.to_json()["drainCounts"]["draining"] == 1
+
+
+def test_status_in_fallback_says_a_marked_node_is_not_draining() -> None:
+    nodes = (node("a", taints=TO_BE_DELETED), node("old", "v1.6.0"))
+    snapshot = cluster(services=(WEB,), nodes=nodes)
+    the_cloud = cloud(check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB),))
+    report = assess(snapshot, the_cloud, config(), plan(snapshot, the_cloud, config()))
+    assert report.fallback is not None and not report.check_in_use
+    assert report.nodes[0].drain.state is DrainState.NOT_DRAINING
+    (web,) = report.services
+    assert web.check == "not-attached" and web.reason.startswith("fallback:")
