@@ -1,0 +1,113 @@
+"""One emulated kube-proxy health server on a real socket.
+
+It asks `state` for the node's condition on every request, so a taint written to the
+apiserver fake shows in the very next answer, as a real kube-proxy's node informer would
+make it within milliseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+from urllib.parse import urlsplit
+
+from lbhc.httpserver import Body, LoopbackServer
+
+from .behaviour import Version, reachable, respond
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """What the node looks like to its kube-proxy right now."""
+
+    eligible: bool
+    proxier_healthy: bool = True
+    last_updated: datetime | None = None  # the proxier's last sync; None: now
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class KubeProxyServer:
+    """kube-proxy `version`'s health server on http://host:port (port 0 picks a free one).
+    start/stop or `with`; OSError from start when the address is taken."""
+
+    def __init__(
+        self,
+        version: Version,
+        state: Callable[[], NodeState],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        draining_gate: bool | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        name: str = "kube-proxy",
+    ) -> None:
+        if not reachable(version):
+            raise ValueError("kube-proxy older than 1.7.2 serves no reachable health endpoint")
+        self.version = version
+        self.host = host
+        self._state = state
+        self._draining_gate = draining_gate
+        self._clock = clock
+        self._requests = 0
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._dispatch, f"{name}-health", host, port)
+
+    @property
+    def port(self) -> int:
+        port = urlsplit(self._server.url).port
+        assert port is not None  # the URL of a bound server always has one
+        return port
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    @property
+    def requests(self) -> int:
+        """Requests answered so far, any path: the probe load this node saw."""
+        with self._lock:
+            return self._requests
+
+    def _dispatch(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], Body]:
+        with self._lock:
+            self._requests += 1
+        state = self._state()
+        now = self._clock()
+        answer = respond(
+            urlsplit(target).path,
+            self.version,
+            node_eligible=state.eligible,
+            proxier_healthy=state.proxier_healthy,
+            now=now,
+            last_updated=state.last_updated or now,
+            draining_gate=self._draining_gate,
+        )
+        return answer.status, answer.headers, answer.body
+
+    def start(self) -> Self:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        """Idempotent; open connections are closed, so a prober sees the node go away."""
+        self._server.stop()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
