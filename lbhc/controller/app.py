@@ -29,6 +29,7 @@ from lbhc.kube.client import (
     make_api_client,
     read_kube_system_uid,
 )
+from lbhc.planner.config import ReadinessPolicy
 from lbhc.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class ControllerApp:
             kube_config,
             settings.kube_proxy_namespace,
             settings.kube_proxy_selector,
+            settings.readiness_selector,
         )
         self.trigger = Trigger()
         self.elector: LeaseElector | None = None
@@ -128,7 +130,8 @@ class ControllerApp:
             uid = None if self.settings.cluster_id else self._kube_system_uid()
             if self.stop_event.is_set():
                 return
-            self.cache = ClusterCache(uid)
+            self.cache = ClusterCache(uid, self._watched())
+            enforce = self.settings.readiness_policy is ReadinessPolicy.ENFORCE
             self.controller = Controller(
                 self.settings.planner_config(),
                 self.cache,
@@ -148,6 +151,7 @@ class ControllerApp:
                     max_concurrency=self.settings.max_concurrent_pool_calls,
                 ),
                 may_write=self.elector.may_write if self.elector else lambda: True,
+                patcher=self.api if enforce else None,
             )
             self.reflectors = [
                 Reflector(
@@ -158,7 +162,7 @@ class ControllerApp:
                     watch_timeout_sec=self.options.watch_timeout_sec,
                     on_restart=self._watch_restarted,
                 )
-                for resource in Resource
+                for resource in self._watched()
             ]
             self.recorder.start()
             for reflector in self.reflectors:
@@ -170,6 +174,12 @@ class ControllerApp:
             self.controller.run(self.stop_event)
         finally:
             self._shutdown()
+
+    def _watched(self) -> tuple[Resource, ...]:
+        """DaemonSets only when the readiness policy looks at them (their RBAC is optional)."""
+        if self.settings.readiness_policy is ReadinessPolicy.OFF:
+            return tuple(r for r in Resource if r is not Resource.KUBE_PROXY_DAEMONSETS)
+        return tuple(Resource)
 
     def stop(self) -> None:
         self.stop_event.set()

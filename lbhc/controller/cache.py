@@ -8,9 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lbhc.kube.client import Resource
-from lbhc.model.cluster import ClusterSnapshot, Node, Pod, Service
+from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Node, Pod, Service
 
-Obj = Node | Service | Pod
+Obj = Node | Service | Pod | DaemonSet
+# What the planner's view depends on: a problem in any of these is a gap.
+PLANNING_RESOURCES = (Resource.NODES, Resource.SERVICES, Resource.KUBE_PROXY_PODS)
 
 
 def object_key(obj: Obj) -> str:
@@ -29,9 +31,11 @@ class ClusterCache:
     """Thread-safe. A store is *fresh* when it has synced and its watch is connected and no
     relist is under way; anything else is a gap, and gaps withhold every removal."""
 
-    def __init__(self, kube_system_uid: str | None = None) -> None:
+    def __init__(
+        self, kube_system_uid: str | None = None, resources: Iterable[Resource] = tuple(Resource)
+    ) -> None:
         self._lock = threading.Lock()
-        self._stores = {resource: _Store() for resource in Resource}
+        self._stores = {resource: _Store() for resource in resources}
         self._kube_system_uid = kube_system_uid
 
     def replace(self, resource: Resource, objects: Iterable[Obj]) -> bool:
@@ -84,7 +88,7 @@ class ClusterCache:
             gaps = tuple(
                 f"{resource} {store.problem or 'not synced yet'}"
                 for resource, store in self._stores.items()
-                if not store.synced or store.problem
+                if (not store.synced or store.problem) and resource in PLANNING_RESOURCES
             )
             fresh = {r: s.synced and not s.problem for r, s in self._stores.items()}
             return ClusterSnapshot(
@@ -94,4 +98,9 @@ class ClusterCache:
                 kube_system_uid=self._kube_system_uid,
                 gaps=gaps,
                 versions_complete=fresh[Resource.NODES] and fresh[Resource.KUBE_PROXY_PODS],
+                kube_proxy_daemonsets=tuple(self._objects(Resource.KUBE_PROXY_DAEMONSETS)),  # type: ignore[arg-type]
             )
+
+    def _objects(self, resource: Resource) -> Iterable[Obj]:
+        store = self._stores.get(resource)
+        return store.objects.values() if store is not None else ()

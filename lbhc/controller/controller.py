@@ -3,13 +3,15 @@ and the loop that runs it on events, on a resync period, and again with backoff 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from lbhc.controller.awareness import DaemonSetPatcher, KubeProxyReporter
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.cache import ClusterCache
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
@@ -19,11 +21,13 @@ from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
+from lbhc.model.cluster import HealthProbe
 from lbhc.model.plan import Action, Kind, Plan
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.planner import plan as make_plan
 from lbhc.planner.planner import shared_name
 from lbhc.planner.pools import carries
+from lbhc.planner.status import StatusReport, assess
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +64,8 @@ class Controller:
         controller_ref: ObjectRef,
         options: ControllerOptions,
         may_write: Callable[[], bool] = lambda: True,
+        patcher: DaemonSetPatcher | None = None,
+        probes: Callable[[], Mapping[str, HealthProbe]] | None = None,
     ) -> None:
         self._config = config
         self._cache = cache
@@ -71,7 +77,10 @@ class Controller:
         self._options = options
         self._may_write = may_write
         self._backoff = Backoff(initial=1.0, maximum=60.0)
+        self._probes = probes
+        self._reporter = KubeProxyReporter(metrics, self._record, controller_ref, patcher)
         self.last_plan: Plan | None = None
+        self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
         self._in_fallback = False
         self.passes = 0
@@ -110,6 +119,8 @@ class Controller:
             return None
         started = time.monotonic()
         cluster = self._cache.snapshot()
+        if self._probes is not None:
+            cluster = dataclasses.replace(cluster, health_probes=self._probes())
         _, name = shared_name(cluster, self._config)
         try:
             cloud = self._gce.read_snapshot(name)
@@ -124,6 +135,10 @@ class Controller:
         for resource, size in self._cache.sizes().items():
             self._metrics.cache_objects.labels(resource).set(size)
         self._observe_fallback(the_plan)
+        report = assess(cluster, cloud, self._config, the_plan)
+        self.last_report = report
+        self._reporter.observe(report)
+        patched = self._reporter.enforce(report.readiness.patches, self._options.dry_run)
         for warning in the_plan.warnings:  # the recorder rate-limits repeats
             if warning.startswith("conflict"):
                 self._event(self._controller_ref, "Conflict", "Skip", warning, "Warning")
@@ -134,7 +149,8 @@ class Controller:
             result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
             self._report(result)
         self._count_pools(cloud, name, the_plan, result)
-        failed = result is not None and not result.ok
+        # A lost readiness-patch race is retried with backoff like a failed GCE change.
+        failed = (result is not None and not result.ok) or not patched
         self._metrics.reconciles.labels("partial" if failed else "ok").inc()
         self._metrics.reconcile_duration.observe(time.monotonic() - started)
         log.info(
@@ -230,5 +246,8 @@ class Controller:
     def _event(
         self, ref: ObjectRef, reason: str, action: str, note: str, type_: str = "Normal"
     ) -> None:
+        self._record(EventSpec(ref, reason, action, note, type_))
+
+    def _record(self, spec: EventSpec) -> None:
         if self._recorder is not None:
-            self._recorder.record(EventSpec(ref, reason, action, note, type_))
+            self._recorder.record(spec)

@@ -84,5 +84,47 @@ class Metrics:
             registry=r,
         )
 
+        self.fallback_nodes = Gauge(
+            "fallback_nodes",
+            "Nodes whose kube-proxy cannot serve /healthz (the cause of fallback, if enabled)",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.node_drain = Gauge(
+            "node_drain_state",
+            "Nodes by drain state (serving, draining, not-draining, excluded, unknown)",
+            ["state"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.kube_proxy_pods = Gauge(
+            "kube_proxy_pods",
+            "kube-proxy Pods by context-aware state (ready, expected-unready, unready, missing)",
+            ["state"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.kube_proxy_condition = Gauge(
+            "kube_proxy_health_condition",
+            "1 for the current status (True, False, Unknown) of the kube-proxy health condition",
+            ["status"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.readiness_findings = Gauge(
+            "kube_proxy_readiness_findings",
+            "kube-proxy DaemonSet probe findings by kind",
+            ["kind"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.readiness_patches = Counter(
+            "kube_proxy_readiness_patches_total",
+            "Readiness-probe patches sent in enforce mode, by result",
+            ["result"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+
     def observe_gce_call(self, call: str, result: str) -> None:
         self.gce_calls.labels(call, result).inc()

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ValidationError
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.cache import ClusterCache, Obj
 from lbhc.kube.client import EXPIRED, KubeApi, Resource, describe, list_all, status_of
-from lbhc.kube.decode import NodeList, ObjectList, PodList, ServiceList
-from lbhc.model.cluster import Node, Pod, Service
+from lbhc.kube.decode import DaemonSetList, NodeList, ObjectList, PodList, ServiceList
+from lbhc.model.cluster import DaemonSet, Node, Pod, Service
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +30,13 @@ _LISTS: dict[Resource, type[ObjectList]] = {
     Resource.NODES: NodeList,
     Resource.SERVICES: ServiceList,
     Resource.KUBE_PROXY_PODS: PodList,
+    Resource.KUBE_PROXY_DAEMONSETS: DaemonSetList,
 }
-_OBJECTS: dict[Resource, type[Node] | type[Service] | type[Pod]] = {
+_OBJECTS: dict[Resource, type[Obj]] = {
     Resource.NODES: Node,
     Resource.SERVICES: Service,
     Resource.KUBE_PROXY_PODS: Pod,
+    Resource.KUBE_PROXY_DAEMONSETS: DaemonSet,
 }
 
 
@@ -42,7 +44,7 @@ class WatchExpired(Exception):
     """The server no longer has the history to resume from: relist."""
 
 
-def _typed_event(model: type[Node] | type[Service] | type[Pod]) -> type[BaseModel]:
+def _typed_event(model: type[Obj]) -> type[BaseModel]:
     return type(
         f"{model.__name__}Event",
         (BaseModel,),

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from lbhc.kube.decode import (
+    DaemonSetList,
     ListMeta,
     NodeList,
     ObjectList,
@@ -26,7 +27,7 @@ from lbhc.kube.decode import (
     ServiceList,
     describe_validation_error,
 )
-from lbhc.model.cluster import ClusterSnapshot, Namespace
+from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Namespace
 
 log = logging.getLogger(__name__)
 L = TypeVar("L", bound=ObjectList)
@@ -78,6 +79,8 @@ class Resource(StrEnum):
     NODES = "nodes"
     SERVICES = "services"
     KUBE_PROXY_PODS = "kube-proxy pods"
+    # Only for the readiness-probe policy: never a gap for the planner (see ClusterCache).
+    KUBE_PROXY_DAEMONSETS = "kube-proxy daemonsets"
 
 
 class WatchStream:
@@ -119,11 +122,14 @@ class KubeApi:
         config: KubeConfig,
         kube_proxy_namespace: str = "kube-system",
         kube_proxy_selector: str = "k8s-app=kube-proxy",
+        daemonset_selector: str = "k8s-app=kube-proxy",
     ) -> None:
         from kubernetes import client
 
         self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
+        self._apps = client.AppsV1Api(api_client)
+        self._daemonset_selector = daemonset_selector
         self._timeout = (config.connect_timeout_sec, config.read_timeout_sec)
         self._watch_read_timeout = config.watch_read_timeout_sec
         self._namespace = kube_proxy_namespace
@@ -134,6 +140,12 @@ class KubeApi:
             return self._core.list_node
         if resource is Resource.SERVICES:
             return self._core.list_service_for_all_namespaces
+        if resource is Resource.KUBE_PROXY_DAEMONSETS:
+            return functools.partial(
+                self._apps.list_namespaced_daemon_set,
+                self._namespace,
+                label_selector=self._daemonset_selector,
+            )
         return functools.partial(
             self._core.list_namespaced_pod, self._namespace, label_selector=self._selector
         )
@@ -183,14 +195,31 @@ class KubeApi:
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         self._raw("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
 
-    def _raw(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def patch_daemonset(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A strategic merge patch; a metadata.resourceVersion in it makes it conditional
+        (409 when the DaemonSet changed since it was read). Only the readiness policy's
+        `enforce` mode calls this, and its RBAC is a separate, opt-in Role."""
+        return self._raw(
+            "PATCH",
+            f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
+            body,
+            content_type="application/strategic-merge-patch+json",
+        )
+
+    def _raw(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
         """Below the typed API methods on purpose: they validate a dict body into the client's
         model and re-serialise its timestamps with isoformat(), which drops the fraction when
         microseconds are 0 and makes the API reject the MicroTime (kubernetes#89156)."""
         from kubernetes.client.exceptions import ApiException
 
         client = self._api_client
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        headers = {"Accept": "application/json", "Content-Type": content_type}
         method, url, headers, body, _ = client.param_serialize(
             method=method,
             resource_path=path,
@@ -219,9 +248,17 @@ class KubeReader:
         kube_proxy_namespace: str = "kube-system",
         kube_proxy_selector: str = "k8s-app=kube-proxy",
         read_cluster_uid: bool = True,
+        daemonset_selector: str | None = "k8s-app=kube-proxy",
     ) -> None:
-        self._api = KubeApi(api_client, config, kube_proxy_namespace, kube_proxy_selector)
+        self._api = KubeApi(
+            api_client,
+            config,
+            kube_proxy_namespace,
+            kube_proxy_selector,
+            daemonset_selector or "",
+        )
         self._read_cluster_uid = read_cluster_uid
+        self._read_daemonsets = daemonset_selector is not None
 
     def read_snapshot(self) -> ClusterSnapshot:
         """A list that fails becomes a gap, so the planner withholds removals instead of
@@ -237,7 +274,22 @@ class KubeReader:
             kube_system_uid=read_kube_system_uid(self._api) if self._read_cluster_uid else None,
             gaps=tuple(gaps),
             versions_complete=nodes is not None and pods is not None,
+            kube_proxy_daemonsets=self._daemonsets(),
         )
+
+    def _daemonsets(self) -> tuple[DaemonSet, ...]:
+        """Only the readiness review reads them: failing to is a warning, not a gap."""
+        if not self._read_daemonsets:
+            return ()
+        try:
+            return list_all(self._api, Resource.KUBE_PROXY_DAEMONSETS, DaemonSetList).items
+        except Exception as exc:
+            log.warning(
+                "%s could not be listed (%s): the readiness review is skipped",
+                Resource.KUBE_PROXY_DAEMONSETS,
+                describe(exc),
+            )
+            return ()
 
     def _list(self, resource: Resource, model: type[L], gaps: list[str]) -> L | None:
         try:

@@ -65,14 +65,21 @@ class World:
     def attached(self, pool: str) -> bool:
         return self.pool_checks(pool) == [URL]
 
-    def start(self, identity: str = "replica-a", **overrides: Any) -> ControllerApp:
-        settings = load_settings(
+    def start(
+        self,
+        identity: str = "replica-a",
+        settings: dict[str, Any] | None = None,
+        **overrides: Any,
+    ) -> ControllerApp:
+        """`settings` override lbhc's settings; other keywords override RunOptions."""
+        the_settings = load_settings(
             project=PROJECT,
             region=REGION,
             node_tags="gke-node",
             gce_endpoint=self.compute_url,
             gce_backoff_initial_sec=0.05,
             gce_backoff_max_sec=0.2,
+            **(settings or {}),
         )
         options = RunOptions(
             leader_elect=False,
@@ -86,7 +93,7 @@ class World:
             retry_period=0.25,
             watch_timeout_sec=30,
         )
-        app = ControllerApp(settings, replace(options, **overrides))
+        app = ControllerApp(the_settings, replace(options, **overrides))
         thread = threading.Thread(target=app.run, name=f"controller-{identity}", daemon=True)
         thread.start()
         self.apps.append(app)

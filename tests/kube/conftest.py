@@ -90,17 +90,22 @@ def pod(
     container: str = "kube-proxy",
     image: str = "registry.k8s.io/kube-proxy:v1.31.4",
     phase: str = "Running",
+    ready: bool | None = None,
+    owner_uid: str = "",
 ) -> dict[str, Any]:
+    """`ready` None leaves the conditions out; `owner_uid` names an owning DaemonSet."""
     spec: dict[str, Any] = {"containers": [{"name": container, "image": image}]}
     if node_name:
         spec["nodeName"] = node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-        "spec": spec,
-        "status": {"phase": phase},
-    }
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}}
+    if owner_uid:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "kube-proxy", "uid": owner_uid}
+        ]
+    status: dict[str, Any] = {"phase": phase}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
 def kube_proxy_pod(node_name: str, version: str = "v1.31.4", **overrides: Any) -> dict[str, Any]:
