@@ -1,4 +1,5 @@
-"""The command line: `lbhc plan`, `lbhc apply` (one pass) and `lbhc run` (the controller)."""
+"""The command line: `lbhc plan`, `lbhc apply` (one pass), `lbhc status` (what lbhc sees)
+and `lbhc run` (the controller)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from lbhc.cli.run import run
 
             return run(args)
+        if args.command == "status":
+            from lbhc.cli.status import status
+
+            return status(args)
         from lbhc.cli.oneshot import plan_or_apply
 
         return plan_or_apply(args)

@@ -38,7 +38,7 @@ def plan_or_apply(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     config = settings.planner_config()
-    cluster = _read_cluster(args, settings)
+    cluster = read_cluster(args, settings)
     _, name = shared_name(cluster, config)
     applying = args.command == "apply"
     # Plan mode opens a read-only client: a mutation would raise before reaching GCE.
@@ -59,9 +59,10 @@ def plan_or_apply(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_ERROR
 
 
-def _read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapshot:
+def read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapshot:
     from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
     from lbhc.kube.snapshot_file import load_cluster_snapshot
+    from lbhc.planner.config import ReadinessPolicy
 
     if args.cluster_snapshot is not None:
         return load_cluster_snapshot(args.cluster_snapshot)
@@ -72,5 +73,10 @@ def _read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapsh
         settings.kube_proxy_namespace,
         settings.kube_proxy_selector,
         read_cluster_uid=settings.cluster_id is None,
+        daemonset_selector=(
+            None
+            if settings.readiness_policy is ReadinessPolicy.OFF
+            else settings.readiness_selector
+        ),
     )
     return reader.read_snapshot()

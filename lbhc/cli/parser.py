@@ -77,6 +77,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 0 for no changes, 2 for changes, 1 for errors",
     )
     sub.add_parser("apply", parents=[oneshot], help="compute the plan and carry it out")
+    status = sub.add_parser(
+        "status",
+        parents=[oneshot],
+        help="per Service and node: check attached or why not, kube-proxy version, drain state",
+    )
+    status.add_argument(
+        "--lb-health",
+        action="store_true",
+        help="add GCE's own view per node (targetPools.getHealth; one call per node)",
+    )
+    status.add_argument(
+        "--watch",
+        type=parse_duration,
+        default=None,
+        metavar="DURATION",
+        help="repeat every DURATION until interrupted; with --lb-health, times when each "
+        "marked node turned UNHEALTHY in the load balancer",
+    )
 
     run = sub.add_parser("run", help="the controller: keep everything converged")
     _settings_flags(run)

@@ -354,6 +354,24 @@ class GceClient:
             regional=True,
         )
 
+    def get_health(self, pool: str, instance_url: str) -> tuple[str, ...]:
+        """What GCE's own health checking reports for one instance of a pool: one state
+        (HEALTHY / UNHEALTHY) per forwarding rule IP. Read-only; `lbhc status --lb-health`."""
+        response = self._call(
+            "get_health",
+            lambda: self._pools.get_health(
+                request=self._compute.GetHealthTargetPoolRequest(
+                    project=self.config.project,
+                    region=self.config.region,
+                    target_pool=pool,
+                    instance_reference_resource={"instance": instance_url},
+                ),
+                **self._gapic_kwargs(),
+            ),
+            mutating=False,
+        )
+        return tuple(status.health_state for status in response.health_status)
+
     def _pool_request(self, pool: str, request_id: str) -> dict[str, str]:
         return {
             "project": self.config.project,

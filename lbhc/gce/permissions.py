@@ -22,6 +22,7 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     ),
     "remove_health_check": ("compute.targetPools.removeHealthCheck",),
     "list_forwarding_rules": ("compute.forwardingRules.list",),
+    "get_health": ("compute.targetPools.get",),  # only `lbhc status --lb-health`
     "wait_global_operation": ("compute.globalOperations.get",),
     "wait_region_operation": ("compute.regionOperations.get",),
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from lbhc.model.cluster import Node
+
 # Canonical prefix the Compute API uses in every selfLink, whatever endpoint served it.
 COMPUTE_URL_PREFIX = "https://www.googleapis.com/compute/v1/"
 
@@ -143,3 +145,14 @@ def firewall_to_json(firewall: Firewall) -> dict[str, object]:
         "targetTags": list(firewall.target_tags),
         "disabled": firewall.disabled,
     }
+
+
+def instance_url(node: Node, project: str, default_zone: str) -> str:
+    """The node's VM from providerID gce://PROJECT/ZONE/NAME, as the cloud provider derives
+    it; a node without one is taken to be a VM of its own name in `default_zone`."""
+    parts = node.spec.provider_id.removeprefix("gce://").split("/")
+    if len(parts) == 3:
+        project, zone, name = parts
+    else:
+        zone, name = default_zone, node.name
+    return f"{COMPUTE_URL_PREFIX}projects/{project}/zones/{zone}/instances/{name}"

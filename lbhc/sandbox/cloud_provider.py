@@ -8,21 +8,12 @@ import ipaddress
 import json
 from collections.abc import Iterable
 
+from lbhc.model.cloud import instance_url
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.compute_fake import ComputeFake
 
 _FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
-
-
-def instance_url(node: Node, project: str, default_zone: str) -> str:
-    """From providerID gce://PROJECT/ZONE/NAME, as the cloud provider derives it."""
-    parts = node.spec.provider_id.removeprefix("gce://").split("/")
-    if len(parts) == 3:
-        project, zone, name = parts
-    else:
-        zone, name = default_zone, node.name
-    return f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/instances/{name}"
 
 
 def provision_load_balancers(

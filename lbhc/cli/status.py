@@ -1,0 +1,202 @@
+"""`lbhc status`: per Service and per node, what lbhc sees and why, plus the fallback and
+kube-proxy health summaries; with --lb-health, what GCE's own health checking reports for
+each node (targetPools.getHealth), and with --watch, when each marked node turned
+UNHEALTHY in the load balancer relative to when it was marked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from lbhc.cli.parser import EXIT_OK
+
+if TYPE_CHECKING:
+    from lbhc.gce.client import GceClient
+    from lbhc.model.cloud import CloudSnapshot
+    from lbhc.model.cluster import ClusterSnapshot
+    from lbhc.planner.status import StatusReport
+    from lbhc.settings import Settings
+
+NO_POOL = "no pool carries the check"
+NOT_IN_POOL = "not in the pool"  # the cloud provider removed it, or has not added it yet
+HTTP_BAD_REQUEST = 400
+
+
+def status(args: argparse.Namespace) -> int:
+    from lbhc.cli.oneshot import read_cluster, settings_from
+    from lbhc.gce.client import GceClient
+
+    settings = settings_from(args)
+    gce = GceClient(settings.gce_client_config(read_only=True))
+    first_unhealthy: dict[str, float] = {}
+    while True:
+        cluster = read_cluster(args, settings)
+        report, cloud = _assess(cluster, gce, settings)
+        lb_health = (
+            lb_health_by_node(cluster, cloud, report, gce, settings) if args.lb_health else {}
+        )
+        now = time.time()
+        for node, state in lb_health.items():
+            if state == "UNHEALTHY":
+                first_unhealthy.setdefault(node, now)
+            else:
+                first_unhealthy.pop(node, None)
+        if args.output == "json":
+            print(json.dumps(status_json(report, lb_health, first_unhealthy), indent=2))
+        else:
+            print(render_status_text(report, lb_health, first_unhealthy))
+        if not args.watch:
+            return EXIT_OK
+        sys.stdout.flush()
+        time.sleep(args.watch)
+
+
+def _assess(
+    cluster: ClusterSnapshot, gce: GceClient, settings: Settings
+) -> tuple[StatusReport, CloudSnapshot]:
+    from lbhc.planner.planner import plan, shared_name
+    from lbhc.planner.status import assess
+
+    config = settings.planner_config()
+    _, name = shared_name(cluster, config)
+    cloud = gce.read_snapshot(name)
+    return assess(cluster, cloud, config, plan(cluster, cloud, config)), cloud
+
+
+def lb_health_by_node(
+    cluster: ClusterSnapshot,
+    cloud: CloudSnapshot,
+    report: StatusReport,
+    gce: GceClient,
+    settings: Settings,
+) -> dict[str, str]:
+    """One getHealth per node, in the first pool (by name) that carries the check: every
+    attached pool probes the same port and path, so one is representative."""
+    from lbhc.model.cloud import http_health_check_url, instance_url
+    from lbhc.planner.pools import carries
+
+    url = http_health_check_url(settings.project, report.health_check)
+    pools = sorted(p.name for p in cloud.target_pools if carries(p, url))
+    if not pools:
+        return {node.name: NO_POOL for node in cluster.nodes}
+    zone = f"{settings.region}-a"
+
+    def one(node_name: str, instance: str) -> tuple[str, str]:
+        try:
+            states = gce.get_health(pools[0], instance)
+        except Exception as exc:  # not in the pool (400), or unreadable: say so, go on
+            if getattr(exc, "code", None) == HTTP_BAD_REQUEST:
+                return node_name, NOT_IN_POOL
+            from lbhc.gce.errors import result_label
+
+            return node_name, f"unknown ({result_label(exc)})"
+        if not states:
+            return node_name, "unknown"
+        return node_name, "HEALTHY" if all(s == "HEALTHY" for s in states) else "UNHEALTHY"
+
+    with ThreadPoolExecutor(settings.max_concurrent_pool_calls) as pool:
+        jobs = [
+            pool.submit(one, node.name, instance_url(node, settings.project, zone))
+            for node in cluster.nodes
+        ]
+        return dict(job.result() for job in jobs)
+
+
+def _since(marked_at: str, unhealthy_at: float | None) -> str:
+    if unhealthy_at is None or not marked_at:
+        return ""
+    marked = datetime.strptime(marked_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return f"+{unhealthy_at - marked.timestamp():.0f}s"
+
+
+def status_json(
+    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, float]
+) -> dict[str, Any]:
+    body = report.to_json()
+    for node, entry in zip(report.nodes, body["nodes"], strict=True):
+        if lb_health:
+            entry["lbHealth"] = lb_health.get(node.node, "")
+            since = first_unhealthy.get(node.node)
+            entry["unhealthyInLbSince"] = (
+                datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if since else ""
+            )
+    return body
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return lines
+
+
+def _yes_no(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "?"}[value]
+
+
+def render_status_text(
+    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, float]
+) -> str:
+    health = report.kube_proxy
+    condition = {True: "healthy", False: "UNHEALTHY", None: "unknown"}[health.healthy]
+    drains = ", ".join(f"{n} {state}" for state, n in report.drain_counts().items() if n)
+    lines = [
+        f"Health check {report.health_check}: "
+        + ("in use" if report.check_in_use else "not attached anywhere"),
+        f"Fallback: {report.fallback.reason if report.fallback else 'no'}",
+        f"kube-proxy: {condition} - {health.message.removeprefix('kube-proxy: ')}",
+        f"Nodes: {drains or 'none'}",
+        "",
+        "SERVICES",
+    ]
+    lines += _table(
+        ["SERVICE", "POLICY", "TARGET POOL", "CHECK", "WHY"],
+        [[s.service, s.traffic_policy, s.pool or "-", s.check, s.reason] for s in report.services],
+    )
+    lines += ["", "NODES"]
+    headers = ["NODE", "KUBE-PROXY", "SOURCE", "HEALTHZ", "LIVEZ", "DRAINS", "DRAIN", "POD"]
+    if lb_health:
+        headers += ["LB", "MARKED AT", "UNHEALTHY IN LB"]
+    rows = []
+    for node in report.nodes:
+        caps = node.kube_proxy.capabilities
+        row = [
+            node.node,
+            node.kube_proxy.version.display(),
+            node.kube_proxy.source.value,
+            _yes_no(caps.serves_healthz),
+            _yes_no(caps.serves_livez),
+            _yes_no(caps.drains_when_deleted),
+            node.drain.state.value,
+            node.pod_state or "-",
+        ]
+        if lb_health:
+            row += [
+                lb_health.get(node.node, "-"),
+                node.drain.marked_at or "-",
+                _since(node.drain.marked_at, first_unhealthy.get(node.node)) or "-",
+            ]
+        rows.append(row)
+    lines += _table(headers, rows)
+    for node in report.nodes:
+        if node.drain.state.value in ("not-draining", "unknown"):
+            lines.append(
+                f"Warning: node {node.node} is {node.drain.state.value}: {node.drain.reason}"
+            )
+    if report.readiness.findings:
+        lines += ["", "KUBE-PROXY PROBES"]
+        for finding in report.readiness.findings:
+            lines.append(
+                f"  {finding.daemonset} [{finding.container}] {finding.kind}: {finding.message}"
+            )
+    for warning in report.warnings:
+        lines.append(f"Warning: {warning}")
+    return "\n".join(lines)

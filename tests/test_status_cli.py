@@ -1,0 +1,140 @@
+"""`lbhc status` end to end: the real CLI, a cluster snapshot file (with a kube-proxy
+DaemonSet), and the Compute fake over a real socket, including GCE's own getHealth view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lbhc.model.cluster import DaemonSet
+from tests.builders import (
+    PROJECT,
+    REGION,
+    TO_BE_DELETED,
+    kube_proxy_daemonset,
+    kube_proxy_pod,
+    names,
+    node,
+    pool_for,
+    service,
+)
+from tests.conftest import ComputeEnv
+from tests.test_cli import gce_args, kubectl_list, run
+
+_, NAME, URL = names()
+IMAGE = "registry.k8s.io/kube-proxy:{}"
+
+
+def write_snapshot(tmp_path: Path, *objects: Any) -> Path:
+    listing = kubectl_list(*objects)
+    for item in listing["items"]:  # a DaemonSet's apiVersion is apps/v1
+        if item["kind"] == DaemonSet.__name__:
+            item["apiVersion"] = "apps/v1"
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(listing))
+    return path
+
+
+def scale_down_cluster(tmp_path: Path) -> Path:
+    """node-1 modern and serving, node-2 marked by the autoscaler, old-1 marked with a
+    kube-proxy too old to drain; readiness still on /healthz."""
+    web, local = service("web"), service("local", policy="Local")
+    return write_snapshot(
+        tmp_path,
+        node("node-1"),
+        node("node-2", taints=TO_BE_DELETED, taint_value="1795306688"),
+        node("old-1", "v1.29.1", taints=TO_BE_DELETED),
+        web,
+        local,
+        kube_proxy_pod("node-1", IMAGE.format("v1.31.4"), owner_uid="ds-uid-1"),
+        kube_proxy_pod("node-2", IMAGE.format("v1.31.4"), ready=False, owner_uid="ds-uid-1"),
+        kube_proxy_pod("old-1", IMAGE.format("v1.27.3"), owner_uid="ds-uid-1"),
+        kube_proxy_daemonset(readiness="/healthz"),
+    )
+
+
+def instance(name: str) -> str:
+    return f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{REGION}-a/instances/{name}"
+
+
+def attach_everything(compute: ComputeEnv) -> str:
+    """web's pool carries the check, with node-1 and node-2 in it; old-1 is no longer in it."""
+    web = service("web")
+    compute.fake.add_http_health_check(PROJECT, NAME, port=10256, requestPath="/healthz")
+    pool = pool_for(web)
+    created = compute.fake.add_target_pool(
+        PROJECT,
+        REGION,
+        pool.name,
+        description=pool.description,
+        instances=(instance("node-1"), instance("node-2")),
+        health_checks=(URL,),
+    )
+    compute.fake.add_forwarding_rule(
+        PROJECT, REGION, pool.name, target=created["selfLink"], description=pool.description
+    )
+    return pool.name
+
+
+def test_status_text_tells_draining_from_not_draining(
+    compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    attach_everything(compute)
+    compute.add_service_pool(service("local", policy="Local"))
+    path = scale_down_cluster(tmp_path)
+
+    code, out, err = run(capsys, "status", "--cluster-snapshot", str(path), *gce_args(compute))
+
+    assert code == 0, err
+    rows = {
+        line.split()[0]: line.split()
+        for line in out.splitlines()
+        if line.startswith(("node-", "old-"))
+    }
+    assert rows["node-1"][1:3] == ["v1.31.4", "pod-image"] and "serving" in rows["node-1"]
+    assert "draining" in rows["node-2"] and "expected-unready" in rows["node-2"]
+    assert "not-draining" in rows["old-1"]
+    assert "Warning: node old-1 is not-draining" in out
+    assert "kube-proxy: healthy" in out
+    assert "readiness-on-healthz" not in out  # old-1 cannot serve /livez: /healthz is right
+    services = {line.split()[0]: line for line in out.splitlines() if line.startswith("default/")}
+    assert " attached " in services["default/web"]
+    assert "not-applicable" in services["default/local"]
+
+
+def test_status_json_with_gce_health(
+    compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    attach_everything(compute)
+    compute.fake.set_instance_health(instance("node-2"), "UNHEALTHY")
+    path = scale_down_cluster(tmp_path)
+    code, out, err = run(
+        capsys,
+        "status",
+        "--cluster-snapshot",
+        str(path),
+        "--lb-health",
+        "--output",
+        "json",
+        *gce_args(compute),
+    )
+    assert code == 0, err
+    body = json.loads(out)
+    nodes = {n["node"]: n for n in body["nodes"]}
+    assert nodes["node-1"]["lbHealth"] == "HEALTHY"
+    assert nodes["node-2"]["lbHealth"] == "UNHEALTHY"
+    assert nodes["node-2"]["unhealthyInLbSince"] != ""
+    assert nodes["node-2"]["drain"] == {
+        "state": "draining",
+        "reason": nodes["node-2"]["drain"]["reason"],
+        "markedAt": "2026-11-22T00:18:08Z",
+    }
+    # old-1 is not a member of the pool: GCE answers 400, status says so plainly.
+    assert nodes["old-1"]["lbHealth"] == "not in the pool"
+    assert body["kubeProxyHealth"]["counts"]["expected-unready"] == 1
+    assert body["drainCounts"]["not-draining"] == 1
+    # Read-only: status never mutates anything.
+    assert compute.fake.mutating_requests() == []
