@@ -30,6 +30,7 @@ from lbhc.kube.client import (
     read_kube_system_uid,
 )
 from lbhc.planner.config import ReadinessPolicy
+from lbhc.probe.prober import NodeProber
 from lbhc.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,14 @@ class ControllerApp:
         self.controller: Controller | None = None
         self.reflectors: list[Reflector] = []
         self.http: LoopbackServer | None = None
+        self.prober: NodeProber | None = None
+        if settings.probe_kube_proxy:
+            self.prober = NodeProber(
+                settings.port,
+                settings.probe_interval_sec,
+                settings.probe_timeout_sec,
+                self.trigger.fire,
+            )
 
     def _leadership_changed(self, leader: bool) -> None:
         self.metrics.leader.set(1 if leader else 0)
@@ -152,6 +161,7 @@ class ControllerApp:
                 ),
                 may_write=self.elector.may_write if self.elector else lambda: True,
                 patcher=self.api if enforce else None,
+                prober=self.prober,
             )
             self.reflectors = [
                 Reflector(
@@ -165,6 +175,8 @@ class ControllerApp:
                 for resource in self._watched()
             ]
             self.recorder.start()
+            if self.prober is not None:
+                self.prober.start()
             for reflector in self.reflectors:
                 reflector.start()
             if self.elector is not None:
@@ -204,6 +216,8 @@ class ControllerApp:
             self.elector.stop(release=True)
         for reflector in self.reflectors:
             reflector.stop()
+        if self.prober is not None:
+            self.prober.stop()
         self.recorder.stop()
         if self.http is not None:
             self.http.stop()

@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lbhc.controller.awareness import DaemonSetPatcher, KubeProxyReporter
@@ -21,13 +21,15 @@ from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
-from lbhc.model.cluster import HealthProbe
+from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Action, Kind, Plan
 from lbhc.planner.config import PlannerConfig
+from lbhc.planner.kube_proxy import nodes_to_probe
 from lbhc.planner.planner import plan as make_plan
 from lbhc.planner.planner import shared_name
 from lbhc.planner.pools import carries
 from lbhc.planner.status import StatusReport, assess
+from lbhc.probe.prober import NodeProber
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,7 @@ class Controller:
         options: ControllerOptions,
         may_write: Callable[[], bool] = lambda: True,
         patcher: DaemonSetPatcher | None = None,
-        probes: Callable[[], Mapping[str, HealthProbe]] | None = None,
+        prober: NodeProber | None = None,
     ) -> None:
         self._config = config
         self._cache = cache
@@ -77,7 +79,7 @@ class Controller:
         self._options = options
         self._may_write = may_write
         self._backoff = Backoff(initial=1.0, maximum=60.0)
-        self._probes = probes
+        self._prober = prober
         self._reporter = KubeProxyReporter(metrics, self._record, controller_ref, patcher)
         self.last_plan: Plan | None = None
         self.last_report: StatusReport | None = None
@@ -119,8 +121,8 @@ class Controller:
             return None
         started = time.monotonic()
         cluster = self._cache.snapshot()
-        if self._probes is not None:
-            cluster = dataclasses.replace(cluster, health_probes=self._probes())
+        if self._prober is not None:
+            cluster = self._with_probes(cluster, self._prober)
         _, name = shared_name(cluster, self._config)
         try:
             cloud = self._gce.read_snapshot(name)
@@ -162,6 +164,24 @@ class Controller:
         if failed:
             raise PartialFailure("some changes failed; see the log above")
         return the_plan
+
+    def _with_probes(self, cluster: ClusterSnapshot, prober: NodeProber) -> ClusterSnapshot:
+        """Probe answers for the nodes that need them. A node still waiting for its first
+        answer is a gap: its version may be what decides fallback, so nothing is detached
+        (or attached) on a guess; the prober triggers a pass when the answer comes."""
+        targets = nodes_to_probe(cluster, self._config)
+        prober.set_targets(targets)
+        results = prober.results()
+        probes = {node: results[node] for node in targets if node in results}
+        pending = len(targets) - len(probes)
+        if not pending:
+            return dataclasses.replace(cluster, health_probes=probes)
+        return dataclasses.replace(
+            cluster,
+            health_probes=probes,
+            gaps=(*cluster.gaps, f"kube-proxy probe pending on {pending} node(s)"),
+            versions_complete=False,
+        )
 
     def _count_pools(
         self, cloud: CloudSnapshot, name: str, the_plan: Plan, result: ApplyResult | None

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from lbhc.model.cluster import ClusterSnapshot, Pod
 from lbhc.planner.capabilities import KubeProxyFacts, detect
 from lbhc.planner.config import FallbackPolicy, PlannerConfig
+from lbhc.planner.versions import version_from_node_field, version_from_pod
 
 
 def matches(labels: Mapping[str, str], selector: Iterable[tuple[str, str]]) -> bool:
@@ -49,3 +50,19 @@ def facts_by_node(
         )
         for node in cluster.nodes
     }
+
+
+def nodes_to_probe(cluster: ClusterSnapshot, config: PlannerConfig) -> dict[str, str]:
+    """Nodes (name -> InternalIP) whose kube-proxy version neither its Pod's image nor the
+    node field tells: the active probe is the next-best source for them."""
+    if config.fallback_policy is FallbackPolicy.ASSUME_VERSION:
+        return {}
+    pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
+    wanted: dict[str, str] = {}
+    for node in cluster.nodes:
+        if not node.internal_ip:
+            continue
+        known = (version_from_pod(pods.get(node.name)), version_from_node_field(node))
+        if not any(found is not None and found.version is not None for found in known):
+            wanted[node.name] = node.internal_ip
+    return wanted

@@ -1,0 +1,94 @@
+"""NodeProber: probes the health port of the nodes whose kube-proxy version no Pod or node
+field tells (see planner.kube_proxy.nodes_to_probe), again every interval, in a background
+thread; a changed answer triggers a reconcile. Never probes from the reconcile itself, so a
+slow or black-holed node cannot stall a pass."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from lbhc.model.cluster import HealthProbe
+from lbhc.probe.health_port import probe_health_port
+
+log = logging.getLogger(__name__)
+Probe = Callable[[str, int, float], HealthProbe]
+
+
+class NodeProber:
+    def __init__(
+        self,
+        port: int,
+        interval: float,
+        timeout: float,
+        on_change: Callable[[str], None],
+        *,
+        concurrency: int = 16,
+        probe: Probe = probe_health_port,
+    ) -> None:
+        self._port, self._interval, self._timeout = port, interval, timeout
+        self._on_change = on_change
+        self._probe = probe
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="probe")
+        self._lock = threading.Lock()
+        self._targets: dict[str, str] = {}
+        self._results: dict[str, HealthProbe] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="node-prober", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.ident is not None:
+            self._thread.join(5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def set_targets(self, targets: Mapping[str, str]) -> None:
+        """node name -> address. New nodes (or new addresses) are probed at once."""
+        with self._lock:
+            new = any(self._targets.get(node) != address for node, address in targets.items())
+            self._targets = dict(targets)
+            self._results = {n: r for n, r in self._results.items() if n in self._targets}
+        if new:
+            self._wake.set()
+
+    def results(self) -> dict[str, HealthProbe]:
+        with self._lock:
+            return dict(self._results)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            woken = self._wake.wait(self._interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            with self._lock:
+                targets = dict(self._targets)
+                if woken:  # only what has no answer yet; the rest waits for its interval
+                    targets = {n: a for n, a in targets.items() if n not in self._results}
+            if targets:
+                self.probe_now(targets)
+
+    def probe_now(self, targets: Mapping[str, str]) -> None:
+        futures = {
+            node: self._pool.submit(self._probe, address, self._port, self._timeout)
+            for node, address in targets.items()
+        }
+        changed = []
+        for node, future in futures.items():
+            result = future.result()
+            with self._lock:
+                if self._targets.get(node) != targets[node]:
+                    continue  # the node went away or moved while probing
+                if self._results.get(node) != result:
+                    changed.append(node)
+                self._results[node] = result
+        if changed:
+            log.info("kube-proxy probe answers changed on %d node(s)", len(changed))
+            self._on_change(f"kube-proxy probe changed on {changed[0]}")
