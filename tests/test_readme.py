@@ -31,6 +31,13 @@ def as_local(command: str, port: int) -> list[str]:
     return shlex.split(command.replace("8080", str(port)))
 
 
+def lbhc_command(command: str, port: int) -> list[str]:
+    argv = as_local(command, port)
+    if not Path(argv[0]).exists():  # not installed as a script here: same entry point
+        argv = [sys.executable, "-m", "lbhc", *argv[1:]]
+    return argv
+
+
 def free_port() -> int:
     import socket
 
@@ -40,7 +47,7 @@ def free_port() -> int:
 
 
 def test_try_it_locally_commands_work() -> None:
-    serve, plan = code_block_after("To try the commands locally")
+    serve, plan, status = code_block_after("To try the commands locally")
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
@@ -55,9 +62,7 @@ def test_try_it_locally_commands_work() -> None:
         assert server.stdout is not None
         banner = server.stdout.readline()  # blocks until the fake is serving (or exits)
         assert f"serving http://127.0.0.1:{port}" in banner, banner
-        lbhc_cmd = as_local(plan, port)
-        if not Path(lbhc_cmd[0]).exists():  # not installed as a script here: same entry point
-            lbhc_cmd = [sys.executable, "-m", "lbhc", *lbhc_cmd[1:]]
+        lbhc_cmd = lbhc_command(plan, port)
         deadline = time.monotonic() + 120
         result = subprocess.run(
             [*lbhc_cmd, "--detailed-exitcode"],
@@ -72,6 +77,23 @@ def test_try_it_locally_commands_work() -> None:
             "Plan: 2 to create, 0 to update, 2 to attach, 0 to detach, 0 to delete."
             in result.stdout
         )
+        shown = subprocess.run(
+            lbhc_command(status, port),
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=max(1, deadline - time.monotonic()),
+        )
+        assert shown.returncode == 0, shown.stderr
+        # The example's pool-3 is being scaled down and its kube-proxy is expectedly unready;
+        # with nothing attached yet (plan only), the LB does not drain it, and status says so.
+        row = next(
+            line for line in shown.stdout.splitlines() if line.startswith("gke-demo-default-pool-3")
+        )
+        assert "not-draining" in row.split() and "expected-unready" in row.split()
+        assert "Warning: node gke-demo-default-pool-3 is not-draining" in shown.stdout
+        assert "kube-proxy: healthy" in shown.stdout
     finally:
         server.terminate()
         server.wait(timeout=10)
