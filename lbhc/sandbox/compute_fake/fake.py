@@ -194,6 +194,19 @@ class ComputeFake:
     def forwarding_rules(self, project: str, region: str) -> dict[str, dict[str, Any]]:
         return self._snapshot("forwardingRules", project, urls.scope_of(region))
 
+    def all_resources(self, collection: str) -> list[dict[str, Any]]:
+        """Every resource of `collection` in every project and scope, for observers that span
+        them (the health prober), ordered by (project, scope, name)."""
+        with self._store.lock:
+            operations.advance(self._store)
+            buckets = self._store._buckets  # Store offers no cross-project view; read only
+            return [
+                copy.deepcopy(buckets[key][name])
+                for key in sorted(buckets)
+                if key[0] == collection
+                for name in sorted(buckets[key])
+            ]
+
     def operations(self, project: str) -> list[dict[str, Any]]:
         """Every operation of the project (global and regional), oldest first, as the API shows."""
         with self._store.lock:
