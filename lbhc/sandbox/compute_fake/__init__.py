@@ -8,6 +8,7 @@ from .errors import ComputeError
 from .fake import ComputeFake
 from .faults import Faults
 from .journal import JournalEntry
+from .prober import HealthProber
 from .responses_mount import mount_responses
 from .routes import COMPUTE_ROUTES, Route
 from .server import ComputeFakeServer
@@ -18,6 +19,7 @@ __all__ = [
     "ComputeFake",
     "ComputeFakeServer",
     "Faults",
+    "HealthProber",
     "JournalEntry",
     "Route",
     "mount_responses",
