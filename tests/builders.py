@@ -154,6 +154,7 @@ def service(
     policy: str | None = "Cluster",
     lb_class: str | None = None,
     annotations: dict[str, str] | None = None,
+    deleting: bool = False,
 ) -> Service:
     spec: dict[str, Any] = {"type": type_}
     if policy is not None:
@@ -167,6 +168,7 @@ def service(
                 "namespace": namespace,
                 "uid": uid or str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{name}")),
                 "annotations": annotations or {},
+                **({"deletionTimestamp": "2026-11-22T00:00:00Z"} if deleting else {}),
             },
             "spec": spec,
         }

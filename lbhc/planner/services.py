@@ -34,6 +34,10 @@ def ineligibility(service: Service, config: PlannerConfig) -> str | None:
         return f"Service {service.key} is type {service.spec.type}, not LoadBalancer"
     if not is_handled_by_default_controller(service, config):
         return f"Service {service.key} has loadBalancerClass {service.spec.load_balancer_class}"
+    if service.metadata.deletion_timestamp:
+        # Its load balancer is on its way out (the cloud provider's cleanup finalizer):
+        # detaching now lets the shared check be collected without waiting on the pool.
+        return f"Service {service.key} is being deleted"
     if is_opted_out(service, config):
         return f"Service {service.key} opted out with {config.opt_out_annotation}"
     if not uses_cluster_traffic_policy(service):

@@ -153,6 +153,22 @@ CASES = [
         {(Action.DETACH, Kind.TARGET_POOL, pool_for(WEB).name)},
     ),
     Case(
+        "a Service being deleted (cleanup finalizer pending) has ours detached",
+        cluster(services=(service("web", deleting=True), API)),
+        converged(WEB, API),
+        {(Action.DETACH, Kind.TARGET_POOL, pool_for(WEB).name)},
+    ),
+    Case(
+        "the last Service being deleted: detach, then the shared pair is collected",
+        cluster(services=(service("web", deleting=True),)),
+        converged(WEB),
+        {
+            (Action.DETACH, Kind.TARGET_POOL, pool_for(WEB).name),
+            (Action.DELETE, Kind.HTTP_HEALTH_CHECK, NAME),
+            (Action.DELETE, Kind.FIREWALL, NAME),
+        },
+    ),
+    Case(
         "pool description naming another Service is not touched",
         cluster(services=(WEB, API)),
         converged(API, extra_pools=(pool_for(WEB, claim="other/svc"),)),
