@@ -1,5 +1,5 @@
-"""The command line: `lbhc plan`, `lbhc apply` (one pass), `lbhc status` (what lbhc sees)
-and `lbhc run` (the controller)."""
+"""The command line: `lbhc plan`, `lbhc apply` (one pass), `lbhc status` (what lbhc sees),
+`lbhc run` (the controller), `lbhc sandbox` and `lbhc demo` (no cloud needed)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from lbhc.cli.run import run
 
             return run(args)
+        if args.command in ("sandbox", "demo"):
+            from lbhc.cli import sandbox
+
+            return sandbox.sandbox(args) if args.command == "sandbox" else sandbox.demo(args)
         if args.command == "status":
             from lbhc.cli.status import status
 

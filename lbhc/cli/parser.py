@@ -51,6 +51,54 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default=None, choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
 
+def _versions(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
+    timing = _Parser(add_help=False)
+    timing.add_argument(
+        "--time-scale",
+        type=float,
+        default=None,
+        help="health checking runs this much faster than real time (0.25: an 8 s interval "
+        "takes 2 s); lbhc's logic is unchanged",
+    )
+    timing.add_argument(
+        "--operation-latency",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long each GCE operation stays PENDING/RUNNING",
+    )
+    sandbox = sub.add_parser(
+        "sandbox",
+        parents=[timing],
+        help="serve a fake cluster and Compute API locally (kubectl and lbhc work against it)",
+    )
+    sandbox.add_argument("--nodes", type=int, default=3)
+    sandbox.add_argument("--services", type=int, default=4, help="LoadBalancer Services")
+    sandbox.add_argument("--local-services", type=int, default=1, help="of them, Local-policy")
+    sandbox.add_argument(
+        "--kube-proxy-versions",
+        type=_versions,
+        default=["v1.31.4"],
+        metavar="V1,V2",
+        help="kube-proxy versions, assigned to nodes round-robin (e.g. v1.31.4,v1.29.6)",
+    )
+    sandbox.add_argument("--dir", type=Path, default=None, help="where to write the kubeconfig")
+    sandbox.add_argument("--kube-port", type=int, default=0, help="0 picks a free port")
+    sandbox.add_argument("--compute-port", type=int, default=0, help="0 picks a free port")
+    sandbox.set_defaults(time_scale=1.0, operation_latency=0.2, log_format="text", log_level=None)
+    demo = sub.add_parser(
+        "demo",
+        parents=[timing],
+        help="run the real controller against a fresh sandbox through a scale-down scenario",
+    )
+    demo.add_argument("--output", choices=("text", "json"), default="text")
+    demo.set_defaults(time_scale=0.25, operation_latency=0.05, log_format="text", log_level=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="lbhc",
@@ -95,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="repeat every DURATION until interrupted; with --lb-health, times when each "
         "marked node turned UNHEALTHY in the load balancer",
     )
+
+    _sandbox_parsers(sub)
 
     run = sub.add_parser("run", help="the controller: keep everything converged")
     _settings_flags(run)

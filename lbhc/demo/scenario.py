@@ -1,0 +1,350 @@
+"""The demo's scenario. Each step acts as the cluster's other actors would (the autoscaler
+tainting a node, a node joining, Services deleted) and is verified against the fakes' state,
+never assumed; the controller is the real `lbhc run` code path (ControllerApp with a
+kubeconfig and a Compute endpoint)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from lbhc.controller.app import ControllerApp, RunOptions
+from lbhc.demo.observe import (
+    SandboxView,
+    check,
+    http_status,
+    journal_kind,
+    read_cluster,
+    wait_until,
+)
+from lbhc.demo.timeline import DemoSummary, StepResult, Timeline
+from lbhc.gce.client import GceClient
+from lbhc.model.cloud import http_health_check_url, instance_url
+from lbhc.model.cluster import Node
+from lbhc.model.plan import Action, Kind
+from lbhc.planner.drain import DrainState
+from lbhc.planner.planner import plan, shared_name
+from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
+from lbhc.sandbox.seed import SandboxSpec, kube_proxy_pod, node, node_name
+from lbhc.settings import Settings, load_settings
+
+IDENTITY = "lbhc-demo"
+TAINT = "ToBeDeletedByClusterAutoscaler"
+OLD_KUBE_PROXY = "v1.6.13"  # before 1.7.2: no /healthz a cloud health checker can reach
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    time_scale: float = 0.25  # an 8 s check interval takes 2 s: real logic, faster clock
+    operation_latency: float = 0.05
+    nodes: int = 3
+    services: int = 4
+    step_timeout: float = 60.0
+
+
+class Demo:
+    def __init__(self, options: DemoOptions, out: TextIO | None) -> None:
+        self.options = options
+        self.timeline = Timeline(out)
+        self.summary = DemoSummary()
+        spec = SandboxSpec(nodes=options.nodes, services=options.services)
+        self.sandbox = Sandbox(
+            SandboxOptions(
+                spec=spec,
+                time_scale=options.time_scale,
+                operation_latency=options.operation_latency,
+            )
+        )
+        self.app: ControllerApp | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- the run --------------------------------------------------------------------------------
+
+    def run(self) -> DemoSummary:
+        say = self.timeline.say
+        with self.sandbox:
+            settings = self.settings()
+            self.gce = GceClient(
+                settings.gce_client_config(read_only=True, client_id="demo-checker")
+            )
+            _, self.check_name = shared_name(read_cluster(settings), settings.planner_config())
+            self.check_url = http_health_check_url(self.sandbox.spec.project, self.check_name)
+            self.view = SandboxView(self.sandbox, self.gce, self.check_name, self.check_url)
+            say(
+                f"sandbox up: {self.sandbox.spec.nodes} nodes, {self.sandbox.spec.services} "
+                f"LoadBalancer Services; health checking time scale {self.options.time_scale}"
+            )
+            steps: list[tuple[str, Callable[[Settings], None]]] = [
+                ("plan", self.step_plan),
+                ("converge", self.step_converge),
+                ("scale-down", self.step_scale_down),
+                ("scale-down-aborted", self.step_scale_down_aborted),
+                ("version-skew", self.step_version_skew),
+                ("clean-up", self.step_clean_up),
+            ]
+            try:
+                for name, step in steps:
+                    result = self._run_step(name, step, settings)
+                    if not result.ok:
+                        break
+            finally:
+                self._stop_controller()
+            self.summary.gce_mutations = sum(
+                1 for e in self.sandbox.compute.mutating_requests() if e.client_id == IDENTITY
+            )
+        self.timeline.summary(self.summary)
+        return self.summary
+
+    def _run_step(
+        self, name: str, step: Callable[[Settings], None], settings: Settings
+    ) -> StepResult:
+        result = StepResult(name)
+        self.summary.steps.append(result)
+        started = time.monotonic()
+        try:
+            step(settings)
+            result.ok = True
+        except Exception as exc:  # a failed step is reported, and the demo exits non-zero
+            result.error = str(exc) or type(exc).__name__
+            self.timeline.say(f"step {name} FAILED: {result.error}")
+        result.seconds = time.monotonic() - started
+        return result
+
+    def settings(self) -> Settings:
+        spec = self.sandbox.spec
+        return load_settings(
+            project=spec.project,
+            region=spec.region,
+            node_tags="gke-sandbox-node",
+            gce_endpoint=self.sandbox.compute_url,
+            kubeconfig=str(self.sandbox.kubeconfig),
+        )
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def step_plan(self, settings: Settings) -> None:
+        config = settings.planner_config()
+        cluster = read_cluster(settings)
+        the_plan = plan(cluster, self.gce.read_snapshot(self.check_name), config)
+        made = {(c.action, c.kind) for c in the_plan.changes if c.action is Action.CREATE}
+        check(
+            made == {(Action.CREATE, Kind.FIREWALL), (Action.CREATE, Kind.HTTP_HEALTH_CHECK)},
+            f"expected the shared check and firewall to be created, got {made}",
+        )
+        attached = sorted(c.name for c in the_plan.changes if c.action is Action.ATTACH)
+        check(attached == self.view.pools("Cluster"), "expected one attach per Cluster-policy pool")
+        touched = {c.name for c in the_plan.changes} & set(self.view.pools("Local"))
+        check(not touched, f"Local-policy pools must be left alone, plan touches {touched}")
+        self.timeline.say(
+            f"plan: create firewall + check {self.check_name}, attach {len(attached)} "
+            f"Cluster pools; {len(self.view.pools('Local'))} Local pool(s) left alone"
+        )
+
+    def step_converge(self, settings: Settings) -> None:
+        options = RunOptions(
+            identity=IDENTITY,
+            http_address="127.0.0.1:0",
+            lease_duration=4.0,
+            renew_deadline=3.0,
+            retry_period=0.5,
+        )
+        self.app = ControllerApp(settings, options)
+        self._thread = threading.Thread(
+            target=self.app.run, name="lbhc-demo-controller", daemon=True
+        )
+        self._thread.start()
+        self.timeline.say("controller started (lbhc run, leader election on)")
+        cluster_pools, timeout = self.view.pools("Cluster"), self.options.step_timeout
+        wait_until(
+            lambda: self.view.carrying() == set(cluster_pools),
+            timeout,
+            "every Cluster pool attached",
+        )
+        check(all(self.view.shared_exists()), "shared check and firewall exist")
+        self.summary.converged = True
+        self.timeline.say(
+            f"converged: check and firewall created, {len(cluster_pools)} pools attached"
+        )
+        wanted = len(cluster_pools)
+
+        def attach_events() -> list[dict[str, Any]]:
+            found = self.view.events("HealthCheckAttached")
+            return found if len(found) >= wanted else []
+
+        attached_events = wait_until(attach_events, timeout, "a HealthCheckAttached Event per pool")
+        self.timeline.say(
+            f"{len(attached_events)} HealthCheckAttached Events "
+            f"(kubectl --kubeconfig {self.sandbox.kubeconfig} get events -n demo)"
+        )
+        for index in range(self.sandbox.spec.nodes):
+            wait_until(
+                lambda i=index: self.view.lb_states(node_name(i), cluster_pools) == {"HEALTHY"},  # type: ignore[misc]
+                timeout,
+                f"{node_name(index)} HEALTHY in every pool",
+            )
+        self.timeline.say("every node HEALTHY in every attached pool (GCE's emulated checker)")
+
+    def step_scale_down(self, settings: Settings) -> None:
+        victim, pools, timeout = node_name(1), self.view.pools("Cluster"), self.options.step_timeout
+        health_check = self.sandbox.compute.http_health_checks(self.sandbox.spec.project)[
+            self.check_name
+        ]
+        interval = health_check["checkIntervalSec"] * self.options.time_scale
+        bound = interval * (health_check["unhealthyThreshold"] + 1)
+        tainted_at = time.monotonic()
+        self.sandbox.kube.taint(victim, TAINT, str(int(time.time())), "NoSchedule")
+        self.timeline.say(f"autoscaler taints {victim} {TAINT}")
+        wait_until(
+            lambda: self.view.lb_states(victim, pools) == {"UNHEALTHY"},
+            timeout,
+            f"{victim} UNHEALTHY in every attached pool",
+        )
+        assert self.sandbox.prober is not None
+        spec = self.sandbox.spec
+        url = instance_url(
+            Node.model_validate(self.sandbox.kube.get("Node", None, victim)),
+            spec.project,
+            spec.zone,
+        )
+        down = [
+            t
+            for t, state in self.sandbox.prober.transitions(url)
+            if state == "UNHEALTHY" and t >= tainted_at
+        ]
+        check(bool(down), "the prober recorded the UNHEALTHY transition")
+        self.summary.drain_seconds, self.summary.drain_bound_seconds = down[0] - tainted_at, bound
+        self.timeline.say(
+            f"{victim} UNHEALTHY in all {len(pools)} pools after {down[0] - tainted_at:.2f}s "
+            f"(bound: interval x (unhealthyThreshold + 1) = {bound:.2f}s at time scale "
+            f"{self.options.time_scale})"
+        )
+        check(down[0] - tainted_at <= bound, "drained within the bound")
+        endpoint = self.sandbox.fleet.endpoint(victim) if self.sandbox.fleet else None
+        check(endpoint is not None, f"{victim}'s kube-proxy is listening")
+        host, port = endpoint  # type: ignore[misc]
+        check(http_status(f"http://{host}:{port}/healthz") == 503, "its kube-proxy fails /healthz")
+        check(http_status(f"http://{host}:{port}/livez") == 200, "its kube-proxy /livez stays 200")
+        pod = self.sandbox.kube.get("Pod", "kube-system", f"kube-proxy-{victim}") or {}
+        ready = [c for c in pod.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+        check(
+            ready == [{"type": "Ready", "status": "True"}],
+            "kube-proxy stays Ready (readiness on /livez)",
+        )
+        report = wait_until(
+            lambda: self._report_says(victim, DrainState.DRAINING),
+            timeout,
+            "the controller to report the node draining",
+        )
+        check(report.kube_proxy.healthy is True, "the kube-proxy health view stays healthy")
+        self.timeline.say(
+            f"kube-proxy on {victim}: /healthz 503, /livez 200, Pod Ready; lbhc says "
+            f"draining; {report.kube_proxy.message}"
+        )
+
+    def _report_says(self, node_name_: str, state: DrainState) -> Any:
+        report = self.app.controller.last_report if self.app and self.app.controller else None
+        if report is None:
+            return None
+        states = {n.node: n.drain.state for n in report.nodes}
+        return report if states.get(node_name_) is state else None
+
+    def step_scale_down_aborted(self, settings: Settings) -> None:
+        victim, pools = node_name(1), self.view.pools("Cluster")
+        self.sandbox.kube.untaint(victim, TAINT)
+        self.timeline.say(f"scale-down aborted: taint removed from {victim}")
+        wait_until(
+            lambda: self.view.lb_states(victim, pools) == {"HEALTHY"},
+            self.options.step_timeout,
+            f"{victim} HEALTHY again",
+        )
+        self.timeline.say(f"{victim} HEALTHY again in every pool")
+
+    def step_version_skew(self, settings: Settings) -> None:
+        spec, timeout = self.sandbox.spec, self.options.step_timeout
+        index = spec.nodes
+        old = node(spec, index, OLD_KUBE_PROXY)
+        self.sandbox.kube.upsert(old)
+        self.sandbox.kube.upsert(
+            kube_proxy_pod(node_name(index), OLD_KUBE_PROXY, "/healthz", owned=False)
+        )
+        self.timeline.say(f"node {node_name(index)} joins with kube-proxy {OLD_KUBE_PROXY}")
+        wait_until(
+            lambda: not self.view.carrying(),
+            timeout,
+            "the check detached from every pool (fallback)",
+        )
+        last = self.app.controller.last_plan if self.app and self.app.controller else None
+        check(
+            last is not None
+            and last.fallback is not None
+            and node_name(index) in last.fallback.reason,
+            "the fallback reason names the node",
+        )
+        self.summary.fallback_entered = bool(self.view.events("FallbackEntered"))
+        check(self.summary.fallback_entered, "a FallbackEntered Event")
+        self.timeline.say(f"fallback: {last.fallback.reason}")  # type: ignore[union-attr]
+        self.sandbox.kube.delete("Pod", "kube-system", f"kube-proxy-{node_name(index)}")
+        self.sandbox.kube.delete("Node", None, node_name(index))
+        self.timeline.say(f"node {node_name(index)} leaves")
+        wait_until(
+            lambda: self.view.carrying() == set(self.view.pools("Cluster")),
+            timeout,
+            "the check attached again",
+        )
+        self.summary.fallback_left = bool(
+            wait_until(lambda: self.view.events("FallbackLeft"), timeout, "a FallbackLeft Event")
+        )
+        self.timeline.say("fallback left: the check is attached to every Cluster pool again")
+
+    def step_clean_up(self, settings: Settings) -> None:
+        before = len(self.sandbox.compute.journal)
+        cluster_pools = self.view.pools("Cluster")
+        for obj in self.sandbox.kube.objects("Service"):
+            self.sandbox.kube.delete(
+                "Service", obj["metadata"]["namespace"], obj["metadata"]["name"]
+            )
+        self.timeline.say("every Service deleted (the cloud provider removes their load balancers)")
+        wait_until(
+            lambda: self.view.shared_exists() == (False, False),
+            self.options.step_timeout,
+            "the shared check and firewall garbage-collected",
+        )
+        ours = [
+            e
+            for e in self.sandbox.compute.journal[before:]
+            if e.mutating and e.client_id == IDENTITY and e.status < 300
+        ]
+        kinds = [journal_kind(e.path, e.method) for e in ours]
+        detaches = kinds.count("detach")
+        check(
+            "delete-check" in kinds and "delete-firewall" in kinds,
+            "the check and firewall deleted by lbhc",
+        )
+        check(
+            kinds.index("delete-check") < kinds.index("delete-firewall"),
+            "the check deleted before the firewall",
+        )
+        check(
+            all(i < kinds.index("delete-check") for i, k in enumerate(kinds) if k == "detach"),
+            "every detach before the check's delete",
+        )
+        self.summary.gc_complete = True
+        removed_first = len(cluster_pools) - detaches
+        self.timeline.say(
+            f"{detaches} pool(s) detached by lbhc"
+            + (f", {removed_first} removed by the cloud provider first" if removed_first else "")
+            + "; then the check, then the firewall deleted"
+        )
+
+    def _stop_controller(self) -> None:
+        if self.app is not None:
+            self.app.stop()
+        if self._thread is not None:
+            self._thread.join(15)
+
+
+def run_demo(options: DemoOptions | None = None, out: TextIO | None = None) -> DemoSummary:
+    return Demo(options or DemoOptions(), out).run()

@@ -1,0 +1,164 @@
+"""Sandbox: everything lbhc talks to, in one process, on real sockets: the kube-apiserver
+fake (seeded with a small cluster), the Compute fake (seeded with the load balancers a cloud
+provider would have made) with its HTTP health prober behind getHealth, one emulated
+kube-proxy health server per node, the kubelet's readiness probing of kube-proxy Pods, and
+the service controller's load-balancer lifecycle. `lbhc sandbox` serves it; `lbhc demo` and
+tests drive it."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from lbhc.model.cluster import Node, Service
+from lbhc.sandbox.cloud_provider import provision_load_balancers
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer, HealthProber
+from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
+from lbhc.sandbox.kube_proxy import KubeProxyFleet
+from lbhc.sandbox.kubelet import KubeletEmulator
+from lbhc.sandbox.seed import SandboxSpec, cluster_objects
+from lbhc.sandbox.service_controller import ServiceControllerEmulator
+
+NODE_TAG = "gke-sandbox-node"
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    spec: SandboxSpec = field(default_factory=SandboxSpec)
+    operation_latency: float = 0.2  # seconds each GCE operation stays PENDING/RUNNING
+    # Health checking (GCE's prober, the kubelet) runs this much faster than real time: 0.1
+    # turns the default 8 s check interval into 0.8 s. lbhc's own logic is unchanged.
+    time_scale: float = 1.0
+    directory: Path | None = None  # where the kubeconfig goes (a temporary one if None)
+    kube_port: int = 0
+    compute_port: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.time_scale <= 1:
+            raise ValueError(f"time scale: got {self.time_scale}; expected more than 0, at most 1")
+        if not 0 <= self.operation_latency <= 60:
+            raise ValueError(
+                f"operation latency: got {self.operation_latency}; expected 0 to 60 seconds"
+            )
+
+
+class Sandbox:
+    def __init__(self, options: SandboxOptions | None = None) -> None:
+        self.options = options or SandboxOptions()
+        self.spec = self.options.spec
+        self.kube = KubeFake()
+        self.compute = ComputeFake(operation_latency=self.options.operation_latency)
+        self._stack = contextlib.ExitStack()
+        self.kube_server: KubeFakeServer | None = None
+        self.compute_server: ComputeFakeServer | None = None
+        self.fleet: KubeProxyFleet | None = None
+        self.prober: HealthProber | None = None
+        self.service_controller: ServiceControllerEmulator | None = None
+        self.kubeconfig = Path()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self) -> None:
+        spec, options, stack = self.spec, self.options, self._stack
+        for obj in cluster_objects(spec):
+            self.kube.upsert(obj)
+        self.compute.add_network(spec.project, "default")
+        provision_load_balancers(
+            self.compute,
+            spec.project,
+            spec.region,
+            [Service.model_validate(s) for s in self.kube.objects("Service")],
+            [Node.model_validate(n) for n in self.kube.objects("Node")],
+        )
+        self.kube_server = stack.enter_context(KubeFakeServer(self.kube, port=options.kube_port))
+        self.compute_server = stack.enter_context(
+            ComputeFakeServer(self.compute, port=options.compute_port)
+        )
+        directory = options.directory
+        if directory is None:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lbhc-")))
+        self.kubeconfig = self.kube_server.write_kubeconfig(directory / "kubeconfig")
+        self.fleet = stack.enter_context(KubeProxyFleet(self.kube).start())
+        self.prober = stack.enter_context(
+            HealthProber(
+                self.compute, self.fleet.endpoint_for_instance, time_scale=options.time_scale
+            )
+        )
+        kubelet = KubeletEmulator(self.kube, self.fleet, time_scale=options.time_scale).start()
+        stack.callback(kubelet.close)
+        self.service_controller = ServiceControllerEmulator(
+            self.kube, self.compute, self.compute_server.url, spec.project, spec.region
+        ).start()
+        stack.callback(self.service_controller.close)
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- how to reach it ------------------------------------------------------------------------
+
+    @property
+    def compute_url(self) -> str:
+        assert self.compute_server is not None, "start() the sandbox first"
+        return self.compute_server.url
+
+    def lbhc_flags(self) -> list[str]:
+        """The flags every lbhc command needs to talk to this sandbox."""
+        return [
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--project",
+            self.spec.project,
+            "--region",
+            self.spec.region,
+            "--node-tags",
+            NODE_TAG,
+            "--gce-endpoint",
+            self.compute_url,
+        ]
+
+    def usage(self) -> str:
+        flags = " ".join(self.lbhc_flags())
+        kubeconfig = self.kubeconfig
+        return "\n".join(
+            [
+                f"kube-apiserver fake: {self.kube_server.url if self.kube_server else '?'}",
+                f"Compute fake:        {self.compute_url} (project {self.spec.project}, "
+                f"region {self.spec.region})",
+                f"kubeconfig:          {kubeconfig}",
+                f"kube-proxy health:   {len(self.fleet.endpoints()) if self.fleet else 0} "
+                f"emulated servers; health checking time scale {self.options.time_scale}",
+                "",
+                "Try:",
+                f"  kubectl --kubeconfig {kubeconfig} get nodes,services -A",
+                f"  lbhc plan {flags}",
+                f"  lbhc run --leader-elect=false --http-address 127.0.0.1:0 {flags}",
+                f"  lbhc status --lb-health {flags}",
+                f"  kubectl --kubeconfig {kubeconfig} taint node gke-sandbox-default-pool-1 "
+                "ToBeDeletedByClusterAutoscaler=1:NoSchedule",
+                "",
+                "Ctrl-C stops the sandbox.",
+            ]
+        )
