@@ -1,0 +1,101 @@
+"""`lbhc demo` end to end (its JSON summary, field by field) and `lbhc sandbox` serving
+kubectl and lbhc itself through the kubeconfig it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lbhc.cli import main
+from lbhc.sandbox.sandbox import NODE_TAG
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = ["plan", "converge", "scale-down", "scale-down-aborted", "version-skew", "clean-up"]
+
+
+def test_demo_walks_every_step_and_reports_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["demo", "--output", "json"])
+    summary = json.loads(capsys.readouterr().out)
+
+    assert code == 0, summary
+    assert [step["name"] for step in summary["steps"]] == STEPS
+    assert all(step["ok"] for step in summary["steps"]), summary["steps"]
+    assert all(step["seconds"] >= 0 for step in summary["steps"])
+    assert summary["ok"] is True
+    assert summary["converged"] is True
+    # The default check (interval 8 s, unhealthy 3) at the default time scale 0.25: the
+    # bound is (3 + 1) x 8 s x 0.25, and three failed probes take at least two intervals.
+    assert summary["drain_bound_seconds"] == pytest.approx(8.0)
+    assert 2 * 8 * 0.25 - 0.1 <= summary["drain_seconds"] <= summary["drain_bound_seconds"]
+    assert summary["fallback_entered"] is True
+    assert summary["fallback_left"] is True
+    assert summary["gc_complete"] is True
+    # firewall + check created, 3 attached, 3 detached by fallback, 3 re-attached, 3 detached
+    # on clean-up, check and firewall deleted: nothing more, nothing repeated.
+    assert summary["gce_mutations"] == 2 + 3 + 3 + 3 + 3 + 2
+
+
+def test_demo_rejects_a_bad_time_scale(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--time-scale", "5"]) == 1
+    assert "time scale: got 5.0; expected more than 0, at most 1" in capsys.readouterr().err
+
+
+def read_banner(process: subprocess.Popen[str]) -> str:
+    """The usage text `lbhc sandbox` prints once it serves (it ends with the Ctrl-C line)."""
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("Ctrl-C"):
+            return "".join(lines)
+    raise AssertionError(f"lbhc sandbox exited early: {''.join(lines)}")
+
+
+def test_sandbox_serves_kubectl_and_lbhc(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: cannot check the sandbox against a real kubectl")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    sandbox = subprocess.Popen(
+        [sys.executable, "-m", "lbhc", "sandbox", "--dir", str(tmp_path), "--nodes", "4",
+         "--kube-proxy-versions", "v1.31.4,v1.29.6"],
+        cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        banner = read_banner(sandbox)
+        kubeconfig = tmp_path / "kubeconfig"
+        assert f"kubectl --kubeconfig {kubeconfig} get nodes" in banner
+        nodes = subprocess.run(
+            [kubectl, "--kubeconfig", str(kubeconfig), "get", "nodes", "-o", "name"],
+            capture_output=True, text=True, env=env, timeout=60, check=True,
+        )  # fmt: skip
+        assert len(nodes.stdout.split()) == 4
+
+        plan_line = next(line for line in banner.splitlines() if "lbhc plan" in line)
+        flags = plan_line.split("lbhc plan", 1)[1].split()
+        assert flags[flags.index("--node-tags") + 1] == NODE_TAG
+        planned = subprocess.run(
+            [sys.executable, "-m", "lbhc", "plan", *flags, "--detailed-exitcode"],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert planned.returncode == 2, planned.stderr
+        assert "Plan: 2 to create, 0 to update, 3 to attach, 0 to detach, 0 to delete." in (
+            planned.stdout
+        )
+        status = subprocess.run(
+            [sys.executable, "-m", "lbhc", "status", *flags, "--output", "json"],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert status.returncode == 0, status.stderr
+        versions = {n["kubeProxy"]["version"] for n in json.loads(status.stdout)["nodes"]}
+        assert versions == {"v1.31.4", "v1.29.6"}
+    finally:
+        sandbox.terminate()
+        sandbox.wait(timeout=30)
+    assert sandbox.returncode == 0
