@@ -29,7 +29,11 @@ test: lint typecheck unit
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
-.PHONY: try bench
+.PHONY: try bench demo
+# The real controller against a local sandbox, through a scale-down scenario (~20 s).
+demo: $(STAMP)
+	$(BIN)/lbhc demo
+
 # Serve the Compute fake seeded from examples/cluster.json, then plan against it.
 try: $(STAMP)
 	@rm -f .try-fake.log; \

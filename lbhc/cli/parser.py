@@ -55,27 +55,30 @@ def _versions(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
-def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
-    timing = _Parser(add_help=False)
-    timing.add_argument(
+def _timing_flags(parser: argparse.ArgumentParser, time_scale: float, latency: float) -> None:
+    parser.add_argument(
         "--time-scale",
         type=float,
-        default=None,
-        help="health checking runs this much faster than real time (0.25: an 8 s interval "
-        "takes 2 s); lbhc's logic is unchanged",
+        default=time_scale,
+        help=f"health checking runs this much faster than real time (0.25: an 8 s interval "
+        f"takes 2 s); lbhc's logic is unchanged (default {time_scale})",
     )
-    timing.add_argument(
+    parser.add_argument(
         "--operation-latency",
         type=float,
-        default=None,
+        default=latency,
         metavar="SECONDS",
-        help="how long each GCE operation stays PENDING/RUNNING",
+        help=f"how long each GCE operation stays PENDING/RUNNING (default {latency})",
     )
+    parser.set_defaults(log_format="text", log_level=None)
+
+
+def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     sandbox = sub.add_parser(
         "sandbox",
-        parents=[timing],
         help="serve a fake cluster and Compute API locally (kubectl and lbhc work against it)",
     )
+    _timing_flags(sandbox, time_scale=1.0, latency=0.2)
     sandbox.add_argument("--nodes", type=int, default=3)
     sandbox.add_argument("--services", type=int, default=4, help="LoadBalancer Services")
     sandbox.add_argument("--local-services", type=int, default=1, help="of them, Local-policy")
@@ -89,14 +92,11 @@ def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     sandbox.add_argument("--dir", type=Path, default=None, help="where to write the kubeconfig")
     sandbox.add_argument("--kube-port", type=int, default=0, help="0 picks a free port")
     sandbox.add_argument("--compute-port", type=int, default=0, help="0 picks a free port")
-    sandbox.set_defaults(time_scale=1.0, operation_latency=0.2, log_format="text", log_level=None)
     demo = sub.add_parser(
-        "demo",
-        parents=[timing],
-        help="run the real controller against a fresh sandbox through a scale-down scenario",
+        "demo", help="run the real controller against a fresh sandbox through a scale-down"
     )
+    _timing_flags(demo, time_scale=0.25, latency=0.05)
     demo.add_argument("--output", choices=("text", "json"), default="text")
-    demo.set_defaults(time_scale=0.25, operation_latency=0.05, log_format="text", log_level=None)
 
 
 def build_parser() -> argparse.ArgumentParser:
