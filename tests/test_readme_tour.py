@@ -108,3 +108,14 @@ def test_the_settings_flags_named_in_the_readme_are_the_cli_flags() -> None:
         "help", "config", "cluster_snapshot", "output", "log_level", "detailed_exitcode"
     }  # fmt: skip
     assert named == flags
+
+
+def test_every_make_target_the_readme_names_exists() -> None:
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    targets = set(re.findall(r"^make (\w+)", README, flags=re.M))
+    assert {"demo", "test", "try", "bench"} <= targets
+    for target in targets:
+        dry = subprocess.run([make, "-n", target], cwd=ROOT, capture_output=True, text=True)
+        assert dry.returncode == 0, f"make {target}: {dry.stderr}"
