@@ -4,6 +4,7 @@ cluster it can vouch for. Its snapshot is what the planner sees."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -76,8 +77,9 @@ class ClusterCache:
             return bool(self._stores[resource].problem)
 
     def synced(self) -> bool:
+        """The planner's stores only: DaemonSets are optional (their RBAC may be absent)."""
         with self._lock:
-            return all(store.synced for store in self._stores.values())
+            return all(s.synced for r, s in self._stores.items() if r in PLANNING_RESOURCES)
 
     def sizes(self) -> dict[str, int]:
         with self._lock:
@@ -99,6 +101,7 @@ class ClusterCache:
                 gaps=gaps,
                 versions_complete=fresh[Resource.NODES] and fresh[Resource.KUBE_PROXY_PODS],
                 kube_proxy_daemonsets=tuple(self._objects(Resource.KUBE_PROXY_DAEMONSETS)),  # type: ignore[arg-type]
+                observed_at=time.time(),
             )
 
     def _objects(self, resource: Resource) -> Iterable[Obj]:

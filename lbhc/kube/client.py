@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -275,6 +276,7 @@ class KubeReader:
             gaps=tuple(gaps),
             versions_complete=nodes is not None and pods is not None,
             kube_proxy_daemonsets=self._daemonsets(),
+            observed_at=time.time(),
         )
 
     def _daemonsets(self) -> tuple[DaemonSet, ...]:

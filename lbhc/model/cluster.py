@@ -48,6 +48,8 @@ class LabeledMeta(ObjectMeta):
     never their annotations, which on Nodes are large; they are not kept."""
 
     labels: dict[str, str] = Field(default_factory=dict)
+    # RFC 3339; for grace periods (a node or Pod just created is not yet a problem).
+    creation_timestamp: str = Field(default="", alias="creationTimestamp")
 
     @field_validator("labels")
     @classmethod
@@ -148,6 +150,7 @@ class Container(_Projection):
 class PodSpec(_Projection):
     node_name: str = Field(default="", alias="nodeName")
     containers: tuple[Container, ...] = ()
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
 
 
 class Condition(_Projection):
@@ -216,6 +219,16 @@ class HealthProbe:
     address: str
     livez: int | None
     healthz: int | None
+    refused: bool = False  # nothing listening (confirmed by retries), not merely a timeout
+    node_marked: bool = False  # the node was being deleted when probed
+
+
+@dataclass(frozen=True)
+class ProbeTarget:
+    """Where to probe a node's kube-proxy, and whether the node was marked for deletion."""
+
+    address: str
+    node_marked: bool
 
 
 @dataclass(frozen=True)
@@ -234,6 +247,7 @@ class ClusterSnapshot:
     # False when Nodes or kube-proxy Pods could not be read in full: version skew cannot be
     # ruled out then, so nothing new may be attached either.
     versions_complete: bool = True
+    observed_at: float | None = None  # Unix time of the read; None for a dump (no grace)
     kube_proxy_daemonsets: tuple[DaemonSet, ...] = ()
     # Node name -> what the controller's active probe of its health port saw (optional).
     health_probes: Mapping[str, HealthProbe] = field(default_factory=dict)

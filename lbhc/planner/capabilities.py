@@ -22,9 +22,13 @@ Version = tuple[int, int, int]
 # kubernetes#48600), so the first a cloud health checker can reach.
 MIN_HEALTHZ_VERSION: Version = (1, 7, 2)
 MIN_LIVEZ_VERSION: Version = (1, 28, 0)  # KEP-3836
-# KubeProxyDrainingTerminatingNodes: alpha (off) in 1.28-1.29, on by default from 1.30.
+# KubeProxyDrainingTerminatingNodes: alpha (off) in 1.28-1.29, beta (on by default, can be
+# turned off) in 1.30, GA (always on) from 1.31.
 MIN_DRAIN_GATE_VERSION: Version = (1, 28, 0)
 MIN_DRAIN_DEFAULT_VERSION: Version = (1, 30, 0)
+MIN_DRAIN_GA_VERSION: Version = (1, 31, 0)
+# kube-proxy may be up to three minors older than the kubelet (the version skew policy).
+KUBELET_SKEW_MINORS = 3
 
 
 @dataclass(frozen=True)
@@ -54,18 +58,27 @@ def capabilities_of(version: Version | None, gate: DrainingGate) -> Capabilities
         return NO_HEALTH_SERVER
     if version < MIN_DRAIN_GATE_VERSION:
         return Capabilities(True, False, False)
-    if version >= MIN_DRAIN_DEFAULT_VERSION:
+    if version >= MIN_DRAIN_GA_VERSION:
         return Capabilities(True, True, True)
+    if version >= MIN_DRAIN_DEFAULT_VERSION:  # beta: on unless turned off
+        return Capabilities(True, True, gate is not DrainingGate.DISABLED)
     drains = {DrainingGate.ENABLED: True, DrainingGate.DISABLED: False}.get(gate)
     return Capabilities(True, True, drains)
 
 
+def kubelet_lower_bound(kubelet: Version) -> Version:
+    """The oldest kube-proxy the skew policy allows next to this kubelet."""
+    major, minor, _ = kubelet
+    return (major, max(0, minor - KUBELET_SKEW_MINORS), 0)
+
+
 def capabilities_from_probe(probe: HealthProbe, being_deleted: bool) -> Capabilities:
-    """What the health port's answers prove: /livez 404 means older than 1.28, no answer
-    means no health server; draining shows only on a node being deleted (/healthz 503 while
-    /livez 200)."""
+    """What the health port's answers prove: /livez 404 means older than 1.28; a refused
+    connection (confirmed by the prober's retries) means no health server, while a timeout
+    proves nothing. Draining shows only on a node that was being deleted when probed
+    (/healthz 503 while /livez 200), and only if it still is."""
     if probe.healthz is None and probe.livez is None:
-        return NO_HEALTH_SERVER
+        return NO_HEALTH_SERVER if probe.refused else UNKNOWN
     if probe.healthz not in (200, 503):
         return NO_HEALTH_SERVER  # something else answers on the port; not kube-proxy's /healthz
     if probe.livez == 404:
@@ -73,14 +86,16 @@ def capabilities_from_probe(probe: HealthProbe, being_deleted: bool) -> Capabili
     if probe.livez not in (200, 503):
         return Capabilities(True, None, None)
     drains: bool | None = None
-    if being_deleted and probe.livez == 200:
+    if being_deleted and probe.node_marked and probe.livez == 200:
         drains = probe.healthz == 503
     return Capabilities(True, True, drains)
 
 
 def describe_probe(probe: HealthProbe) -> str:
     def status(code: int | None) -> str:
-        return "no answer" if code is None else str(code)
+        if code is not None:
+            return str(code)
+        return "refused" if probe.refused else "no answer"
 
     return (
         f"probe of {probe.address}: /healthz {status(probe.healthz)}, /livez {status(probe.livez)}"
@@ -122,20 +137,32 @@ def detect(
         return KubeProxyFacts(
             KubeProxyVersion(raw, VersionSource.ASSUMED, assumed), capabilities_of(assumed, gate)
         )
-    unparsable: KubeProxyVersion | None = None
-    for found in (version_from_pod(pod), version_from_node_field(node)):
-        if found is None:
-            continue
-        if found.version is not None:
-            return KubeProxyFacts(found, capabilities_of(found.version, gate))
-        unparsable = found  # the node field is the kubelet's version: not a better answer
-        break
+    decided = version_without_probe(node, pod)
+    if decided is not None and decided.version is not None:
+        return KubeProxyFacts(decided, capabilities_of(decided.version, gate))
     if probe is not None:
         seen = KubeProxyVersion(describe_probe(probe), VersionSource.PROBE, None)
         return KubeProxyFacts(seen, capabilities_from_probe(probe, is_being_deleted(node)))
-    if unparsable is not None:
-        return KubeProxyFacts(unparsable, UNKNOWN)
+    if decided is not None:  # unparsable: the kubelet's version is no better answer
+        return KubeProxyFacts(decided, UNKNOWN)
     hint = version_from_kubelet(node)
+    if hint is not None and hint.version is not None:
+        # Only what every kube-proxy the skew policy allows next to it can do.
+        return KubeProxyFacts(hint, capabilities_of(kubelet_lower_bound(hint.version), gate))
     if hint is not None:
-        return KubeProxyFacts(hint, capabilities_of(hint.version, gate))
+        return KubeProxyFacts(hint, UNKNOWN)
     return KubeProxyFacts(KubeProxyVersion("", VersionSource.NONE, None), UNKNOWN)
+
+
+def version_without_probe(node: Node, pod: Pod | None) -> KubeProxyVersion | None:
+    """What the Pod's image tag or else the node field says (parsable or not), or None when
+    neither says anything. A parsed version needs no probe; anything else does."""
+    for found in (version_from_pod(pod), version_from_node_field(node)):
+        if found is not None:
+            return found
+    return None
+
+
+def needs_probe(node: Node, pod: Pod | None) -> bool:
+    decided = version_without_probe(node, pod)
+    return decided is None or decided.version is None

@@ -40,7 +40,10 @@ def marked_at(node: Node) -> str:
     times: list[str] = []
     for taint in node.spec.taints:
         if taint.key == TO_BE_DELETED_TAINT and taint.value.isdigit():
-            at = datetime.fromtimestamp(int(taint.value), UTC)
+            try:  # anyone who may taint a node may write any value: never fail on it
+                at = datetime.fromtimestamp(int(taint.value), UTC)
+            except (ValueError, OverflowError, OSError):
+                continue
             times.append(at.strftime("%Y-%m-%dT%H:%M:%SZ"))
     if node.metadata.deletion_timestamp:
         times.append(node.metadata.deletion_timestamp)
@@ -62,6 +65,13 @@ def node_drain(node: Node, facts: KubeProxyFacts, check_in_use: bool) -> NodeDra
             DrainState.NOT_DRAINING,
             "marked for deletion, but no health check is attached: the load balancer keeps "
             "sending it new connections until the cloud provider removes it from the pools",
+            since,
+        )
+    if facts.capabilities.serves_healthz is False:  # fallback policy `never`
+        return NodeDrain(
+            DrainState.DRAINING,
+            f"marked for deletion; {version} cannot answer the check at all, so the load "
+            "balancer sends it no new connections anyway",
             since,
         )
     if drains is None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lbhc.model.cluster import ClusterSnapshot
+from lbhc.model.cluster import ClusterSnapshot, Node
 from lbhc.model.plan import Fallback, NodeVersion
 from lbhc.planner.capabilities import MIN_HEALTHZ_VERSION, KubeProxyFacts
 from lbhc.planner.config import FallbackPolicy, PlannerConfig, UnknownVersionPolicy
-from lbhc.planner.nodes import can_receive_lb_traffic
+from lbhc.planner.nodes import can_receive_lb_traffic, is_being_deleted
+from lbhc.planner.versions import VersionSource
 
 _MAX_NODES_IN_REASON = 5
 
@@ -23,6 +24,12 @@ def cannot_serve_healthz(facts: KubeProxyFacts, config: PlannerConfig) -> bool:
     return not serves
 
 
+def _silent_while_leaving(node: Node, facts: KubeProxyFacts) -> bool:
+    """A node being deleted may stop answering probes as it shuts down: that must not
+    withdraw the check from every other node."""
+    return facts.source is VersionSource.PROBE and is_being_deleted(node)
+
+
 def decide_fallback(
     cluster: ClusterSnapshot,
     facts: Mapping[str, KubeProxyFacts],
@@ -32,7 +39,9 @@ def decide_fallback(
     blocking = [
         NodeVersion(node.name, facts[node.name].version.display(), facts[node.name].source.value)
         for node in cluster.nodes
-        if can_receive_lb_traffic(node) and cannot_serve_healthz(facts[node.name], config)
+        if can_receive_lb_traffic(node)
+        and cannot_serve_healthz(facts[node.name], config)
+        and not _silent_while_leaving(node, facts[node.name])
     ]
     if not blocking:
         return None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from lbhc.model.cluster import ClusterSnapshot, Pod
-from lbhc.planner.capabilities import KubeProxyFacts, detect
+from lbhc.model.cluster import ClusterSnapshot, Pod, ProbeTarget
+from lbhc.planner.capabilities import KubeProxyFacts, detect, needs_probe
 from lbhc.planner.config import FallbackPolicy, PlannerConfig
-from lbhc.planner.versions import version_from_node_field, version_from_pod
+from lbhc.planner.nodes import is_being_deleted
+
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 def matches(labels: Mapping[str, str], selector: Iterable[tuple[str, str]]) -> bool:
@@ -25,6 +27,8 @@ def kube_proxy_pods_by_node(pods: Iterable[Pod], config: PlannerConfig) -> dict[
     by_node: dict[str, Pod] = {}
     for pod in pods:
         if not pod.spec.node_name or not is_kube_proxy_pod(pod, config):
+            continue
+        if pod.status.phase in FINISHED_PHASES:  # an evicted or completed Pod runs nothing
             continue
         current = by_node.get(pod.spec.node_name)
         if current is None or current.metadata.deletion_timestamp:
@@ -52,17 +56,14 @@ def facts_by_node(
     }
 
 
-def nodes_to_probe(cluster: ClusterSnapshot, config: PlannerConfig) -> dict[str, str]:
-    """Nodes (name -> InternalIP) whose kube-proxy version neither its Pod's image nor the
-    node field tells: the active probe is the next-best source for them."""
+def nodes_to_probe(cluster: ClusterSnapshot, config: PlannerConfig) -> dict[str, ProbeTarget]:
+    """Nodes whose kube-proxy version neither its Pod's image nor the node field tells
+    (exactly those `detect` would consult a probe for), with where and in what state."""
     if config.fallback_policy is FallbackPolicy.ASSUME_VERSION:
         return {}
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
-    wanted: dict[str, str] = {}
-    for node in cluster.nodes:
-        if not node.internal_ip:
-            continue
-        known = (version_from_pod(pods.get(node.name)), version_from_node_field(node))
-        if not any(found is not None and found.version is not None for found in known):
-            wanted[node.name] = node.internal_ip
-    return wanted
+    return {
+        node.name: ProbeTarget(node.internal_ip, is_being_deleted(node))
+        for node in cluster.nodes
+        if node.internal_ip and needs_probe(node, pods.get(node.name))
+    }

@@ -7,12 +7,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
-from lbhc.model.cluster import ClusterSnapshot, Pod
+from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Node, Pod
+from lbhc.planner.kube_proxy import matches
 from lbhc.planner.nodes import is_being_deleted
 
 _MAX_NAMES = 5
+# A node or Pod younger than this is still starting: no kube-proxy yet, or not ready yet,
+# is expected (a scale-up must not page). The alert's own `for:` covers longer delays.
+STARTUP_GRACE_SEC = 180.0
 
 
 class PodHealth(StrEnum):
@@ -59,17 +64,44 @@ class KubeProxyHealth:
         }
 
 
-def pod_health(pod: Pod, node_being_deleted: bool) -> tuple[PodHealth, str]:
+def age(created: str, now: float | None) -> float | None:
+    if now is None or not created:
+        return None
+    try:
+        return now - datetime.fromisoformat(created).timestamp()
+    except ValueError:
+        return None
+
+
+def is_starting(created: str, now: float | None) -> bool:
+    seconds = age(created, now)
+    return seconds is not None and seconds < STARTUP_GRACE_SEC
+
+
+def pod_health(pod: Pod, node_being_deleted: bool, now: float | None) -> tuple[PodHealth, str]:
     if pod.ready:
         return PodHealth.READY, "Ready"
     if node_being_deleted:
         return PodHealth.EXPECTED_UNREADY, "unready because its node is being deleted"
     if pod.metadata.deletion_timestamp:
         return PodHealth.EXPECTED_UNREADY, "unready while terminating (a rollout or eviction)"
+    if is_starting(pod.metadata.creation_timestamp, now):
+        return PodHealth.EXPECTED_UNREADY, "not Ready yet: started less than 3 minutes ago"
     return PodHealth.UNREADY, f"not Ready (phase {pod.status.phase or 'unknown'})"
 
 
-def kube_proxy_health(cluster: ClusterSnapshot, pods: Mapping[str, Pod]) -> KubeProxyHealth:
+def should_run_kube_proxy(node: Node, daemonsets: tuple[DaemonSet, ...]) -> bool:
+    """Where a kube-proxy DaemonSet's nodeSelector matches (every node when kube-proxy runs
+    as static Pods, as on GKE, and no DaemonSet is known)."""
+    if not daemonsets:
+        return True
+    labels = node.metadata.labels
+    return any(matches(labels, ds.spec.template.spec.node_selector.items()) for ds in daemonsets)
+
+
+def kube_proxy_health(
+    cluster: ClusterSnapshot, pods: Mapping[str, Pod], daemonsets: tuple[DaemonSet, ...] = ()
+) -> KubeProxyHealth:
     if not pods:
         return KubeProxyHealth(
             (),
@@ -82,12 +114,14 @@ def kube_proxy_health(cluster: ClusterSnapshot, pods: Mapping[str, Pod]) -> Kube
         deleting = is_being_deleted(node)
         pod = pods.get(node.name)
         if pod is None:
-            if not deleting:  # a node on its way out may already have lost its Pod
+            # A node on its way out may have lost its Pod; a new one may not have it yet.
+            starting = is_starting(node.metadata.creation_timestamp, cluster.observed_at)
+            if not deleting and not starting and should_run_kube_proxy(node, daemonsets):
                 statuses.append(
                     KubeProxyPodStatus(node.name, "", PodHealth.MISSING, "no kube-proxy Pod")
                 )
             continue
-        state, reason = pod_health(pod, deleting)
+        state, reason = pod_health(pod, deleting, cluster.observed_at)
         statuses.append(KubeProxyPodStatus(node.name, pod.metadata.name, state, reason))
     return summarize(tuple(statuses))
 

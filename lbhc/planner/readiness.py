@@ -11,9 +11,10 @@ from enum import StrEnum
 from typing import Any
 
 from lbhc.model.cluster import ClusterSnapshot, Container, DaemonSet, Pod, Probe
-from lbhc.planner.capabilities import KubeProxyFacts
+from lbhc.planner.capabilities import MIN_LIVEZ_VERSION, KubeProxyFacts, Version
 from lbhc.planner.config import PlannerConfig, ReadinessPolicy
 from lbhc.planner.kube_proxy import matches
+from lbhc.planner.versions import VersionSource, image_tag, parse_version
 
 HEALTHZ, LIVEZ = "/healthz", "/livez"
 _HEALTH_PATHS = (HEALTHZ, LIVEZ)
@@ -100,19 +101,41 @@ def pods_of(daemonset: DaemonSet, pods: tuple[Pod, ...]) -> list[Pod]:
     ]
 
 
-def right_readiness_path(nodes: list[str], facts: Mapping[str, KubeProxyFacts]) -> str:
-    """/livez when every node's kube-proxy serves it, /healthz when one does not, "" when
-    that cannot be told (no Pods yet, or a version unknown)."""
+def right_readiness_path(
+    nodes: list[str], facts: Mapping[str, KubeProxyFacts], template_version: Version | None
+) -> str:
+    """/livez when every node's kube-proxy serves it and so will the template's (new Pods
+    run that image), /healthz when one does not, "" when that cannot be told (no Pods yet,
+    or a version unknown)."""
     if not nodes:
         return ""
     serves = [facts[n].capabilities.serves_livez if n in facts else None for n in nodes]
+    if template_version is not None:
+        serves.append(template_version >= MIN_LIVEZ_VERSION)
     if any(s is False for s in serves):
         return HEALTHZ
     return LIVEZ if all(serves) else ""
 
 
-def _path(probe: Probe | None) -> str:
-    if probe is None or probe.http_get is None:
+def enforceable(nodes: list[str], facts: Mapping[str, KubeProxyFacts]) -> bool:
+    """A patch restarts kube-proxy everywhere: only on versions seen, never on the kubelet's
+    hint (kube-proxy may be older) or on nothing."""
+    weak = (VersionSource.KUBELET_VERSION, VersionSource.NONE)
+    return all(n in facts and facts[n].source not in weak for n in nodes)
+
+
+def kube_proxy_container(containers: tuple[Container, ...]) -> Container | None:
+    """The one named kube-proxy, else the only one: sidecars are never judged or patched."""
+    for container in containers:
+        if container.name == "kube-proxy":
+            return container
+    return containers[0] if len(containers) == 1 else None
+
+
+def _path(probe: Probe | None, health_port: int) -> str:
+    """The probe's path if it is an HTTP probe of kube-proxy's health port ("" otherwise; a
+    named port cannot be resolved here, so it is not judged)."""
+    if probe is None or probe.http_get is None or probe.http_get.port != health_port:
         return ""
     return probe.http_get.path if probe.http_get.path in _HEALTH_PATHS else ""
 
@@ -126,41 +149,50 @@ def review_readiness(
     patches: list[ProbePatch] = []
     right_paths: dict[str, str] = {}
     for daemonset in cluster.kube_proxy_daemonsets:
-        if not is_managed(daemonset, config):
+        container = kube_proxy_container(daemonset.spec.template.spec.containers)
+        if not is_managed(daemonset, config) or container is None:
             continue
         nodes = sorted({p.spec.node_name for p in pods_of(daemonset, cluster.kube_proxy_pods)})
-        right = right_readiness_path([n for n in nodes if n], facts)
+        nodes = [n for n in nodes if n]
+        template = parse_version(image_tag(container.image))
+        right = right_readiness_path(nodes, facts, template)
         right_paths[daemonset.key] = right
         may_drain = any(
             facts[n].capabilities.drains_when_deleted is not False for n in nodes if n in facts
         )
-        for container in daemonset.spec.template.spec.containers:
-            findings += _container_findings(daemonset, container, right, may_drain)
-            current = _path(container.readiness_probe)
-            enforce = config.readiness_policy is ReadinessPolicy.ENFORCE
-            if enforce and current and right and current != right:
-                patches.append(
-                    ProbePatch(
-                        daemonset.metadata.namespace,
-                        daemonset.metadata.name,
-                        daemonset.metadata.resource_version,
-                        container.name,
-                        right,
-                    )
+        readiness = _path(container.readiness_probe, config.port)
+        liveness = _path(container.liveness_probe, config.port)
+        findings += _container_findings(
+            daemonset, container.name, readiness, liveness, right, may_drain
+        )
+        if (
+            config.readiness_policy is ReadinessPolicy.ENFORCE
+            and readiness
+            and right
+            and readiness != right
+            and enforceable(nodes, facts)
+        ):
+            patches.append(
+                ProbePatch(
+                    daemonset.metadata.namespace,
+                    daemonset.metadata.name,
+                    daemonset.metadata.resource_version,
+                    container.name,
+                    right,
                 )
+            )
     return ReadinessReview(tuple(findings), tuple(patches), right_paths)
 
 
 def _container_findings(
-    daemonset: DaemonSet, container: Container, right: str, may_drain: bool
+    daemonset: DaemonSet, container: str, readiness: str, liveness: str, right: str, may_drain: bool
 ) -> list[ReadinessFinding]:
     found: list[ReadinessFinding] = []
-    readiness = _path(container.readiness_probe)
     if readiness == HEALTHZ and right == LIVEZ:
         found.append(
             ReadinessFinding(
                 daemonset.key,
-                container.name,
+                container,
                 FindingKind.READINESS_ON_HEALTHZ,
                 "readiness probe uses /healthz although every node's kube-proxy serves /livez: "
                 "its Pods turn unready on every node being scaled down; probe /livez instead",
@@ -170,17 +202,17 @@ def _container_findings(
         found.append(
             ReadinessFinding(
                 daemonset.key,
-                container.name,
+                container,
                 FindingKind.READINESS_LIVEZ_UNSUPPORTED,
                 "readiness probe uses /livez but some nodes run kube-proxy older than v1.28, "
                 "which answers 404 there: those Pods never become ready; probe /healthz",
             )
         )
-    if _path(container.liveness_probe) == HEALTHZ and may_drain:
+    if liveness == HEALTHZ and may_drain:
         found.append(
             ReadinessFinding(
                 daemonset.key,
-                container.name,
+                container,
                 FindingKind.LIVENESS_ON_HEALTHZ,
                 "liveness probe uses /healthz, which fails on purpose on nodes being deleted: "
                 "kubelet restarts kube-proxy there during every scale-down; use /livez or none",

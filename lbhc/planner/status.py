@@ -18,7 +18,7 @@ from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
 from lbhc.planner.planner import shared_name
 from lbhc.planner.pools import carries, match_pools
-from lbhc.planner.readiness import ReadinessReview, review_readiness
+from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
 from lbhc.planner.services import is_load_balancer
 
 
@@ -97,7 +97,8 @@ def assess(
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     facts = facts_by_node(cluster, config, pods)
-    health = kube_proxy_health(cluster, pods)
+    managed = tuple(ds for ds in cluster.kube_proxy_daemonsets if is_managed(ds, config))
+    health = kube_proxy_health(cluster, pods, managed)
     pod_states = {status.node: status.state.value for status in health.pods}
     nodes = tuple(
         NodeStatus(

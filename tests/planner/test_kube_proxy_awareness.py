@@ -4,11 +4,13 @@ review, and the status report that puts them together."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
 
-from lbhc.model.cluster import Node, Pod
+from lbhc.model.cluster import DaemonSet, HealthProbe, Node, Pod
 from lbhc.model.plan import Action
 from lbhc.planner.capabilities import Capabilities, KubeProxyFacts
 from lbhc.planner.config import DrainingGate, FallbackPolicy, ReadinessPolicy, UnknownVersionPolicy
@@ -17,14 +19,16 @@ from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
 from lbhc.planner.kube_proxy_health import PodHealth, kube_proxy_health
 from lbhc.planner.planner import plan
 from lbhc.planner.readiness import FindingKind, review_readiness
-from lbhc.planner.status import assess
+from lbhc.planner.status import StatusReport, assess
 from lbhc.planner.versions import KubeProxyVersion, VersionSource
 from tests.builders import (
     TO_BE_DELETED,
     cloud,
     cluster,
     config,
+    http_probe,
     kube_proxy_daemonset,
+    kube_proxy_daemonset_dict,
     kube_proxy_pod,
     names,
     node,
@@ -400,7 +404,8 @@ def test_unmanaged_daemonsets_are_left_alone(ds: dict[str, object], cfg: dict[st
 # ---- status report --------------------------------------------------------------------------
 
 
-def test_status_reports_services_and_nodes_during_scale_down() -> None:
+def scale_down_report() -> StatusReport:
+    """node b marked and draining, c excluded; reused by the controller's metric tests."""
     nodes = (
         node("a"),
         node("b", taints=TO_BE_DELETED, taint_value="1795306688"),
@@ -418,8 +423,11 @@ def test_status_reports_services_and_nodes_during_scale_down() -> None:
         pools=(pool_for(WEB, health_checks=(URL,)), pool_for(LOCAL), pool_for(service("new"))),
     )
     cfg = config(draining_gate=DrainingGate.UNKNOWN)
-    report = assess(snapshot, the_cloud, cfg, plan(snapshot, the_cloud, cfg))
+    return assess(snapshot, the_cloud, cfg, plan(snapshot, the_cloud, cfg))
 
+
+def test_status_reports_services_and_nodes_during_scale_down() -> None:
+    report = scale_down_report()
     checks = {s.service: s.check for s in report.services}
     assert checks == {
         "default/web": "attached",
@@ -446,3 +454,163 @@ def test_status_in_fallback_says_a_marked_node_is_not_draining() -> None:
     assert report.nodes[0].drain.state is DrainState.NOT_DRAINING
     (web,) = report.services
     assert web.check == "not-attached" and web.reason.startswith("fallback:")
+
+
+# ---- cases from review: hostile values, probes of leaving nodes, sidecars, grace -----------
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "1" * 400, "-5", "", "soon"])
+def test_any_taint_value_is_survived(value: str) -> None:
+    tainted = node(taints=TO_BE_DELETED, taint_value=value)
+    assert marked_at(tainted) == ""
+    assert node_drain(tainted, MODERN, True).state is DrainState.DRAINING
+
+
+def test_a_leaving_node_that_stops_answering_probes_does_not_cause_fallback() -> None:
+    refused = HealthProbe("10.0.0.9:10256", None, None, refused=True)
+    leaving = node("leaving", "", taints=TO_BE_DELETED, internal_ip="10.0.0.9")
+    staying = node("staying", "", internal_ip="10.0.0.8")
+    snapshot = cluster(services=(WEB,), nodes=(leaving, node("a")), probes={"leaving": refused})
+    assert plan(snapshot, attached(), config()).fallback is None  # type: ignore[arg-type]
+    snapshot = cluster(services=(WEB,), nodes=(staying, node("a")), probes={"staying": refused})
+    assert plan(snapshot, attached(), config()).fallback is not None  # type: ignore[arg-type]
+
+
+def test_policy_never_marks_a_node_without_health_server_as_draining() -> None:
+    no_server = facts(False, False, False)
+    assert node_drain(node(taints=TO_BE_DELETED), no_server, True).state is DrainState.DRAINING
+
+
+def with_containers(*containers: dict[str, object], image: str = "") -> dict[str, object]:
+    ds = kube_proxy_daemonset_dict()
+    spec = ds["spec"]["template"]["spec"]
+    spec["containers"] = list(containers)
+    if image:
+        spec["containers"][0]["image"] = image
+    return ds
+
+
+@pytest.mark.parametrize(
+    ("containers", "patched"),
+    [
+        (
+            [
+                {
+                    "name": "kube-proxy",
+                    "image": image("v1.31.4"),
+                    "readinessProbe": http_probe("/livez"),
+                },
+                {"name": "sidecar", "readinessProbe": http_probe("/healthz")},
+            ],
+            [],
+        ),
+        (
+            [
+                {
+                    "name": "kube-proxy",
+                    "image": image("v1.31.4"),
+                    "readinessProbe": http_probe("/healthz", 8080),
+                }
+            ],
+            [],
+        ),
+        (
+            [
+                {
+                    "name": "kube-proxy",
+                    "image": image("v1.31.4"),
+                    "readinessProbe": http_probe("/healthz", "health"),
+                }
+            ],
+            [],
+        ),
+        (
+            [
+                {
+                    "name": "kube-proxy",
+                    "image": image("v1.27.3"),
+                    "readinessProbe": http_probe("/healthz"),
+                }
+            ],
+            [],
+        ),
+        (
+            [
+                {
+                    "name": "kube-proxy",
+                    "image": image("v1.31.4"),
+                    "readinessProbe": http_probe("/healthz"),
+                }
+            ],
+            ["/livez"],
+        ),
+    ],
+    ids=[
+        "sidecar-never-judged",
+        "other-port",
+        "named-port",
+        "template-older-than-1.28",
+        "kube-proxy-itself",
+    ],
+)
+def test_enforce_touches_only_kube_proxys_health_probe(
+    containers: list[dict[str, object]], patched: list[str]
+) -> None:
+    ds = DaemonSet.model_validate(with_containers(*containers))
+    nodes = (node("a"),)
+    pods = (kube_proxy_pod("a", image("v1.31.4"), owner_uid="ds-uid-1"),)
+    snapshot = cluster(nodes=nodes, pods=pods, daemonsets=(ds,))
+    cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)
+    review = review_readiness(snapshot, facts_by_node(snapshot, cfg), cfg)
+    assert [p.path for p in review.patches] == patched
+    assert all(f.container == "kube-proxy" for f in review.findings)
+
+
+def test_enforce_never_acts_on_the_kubelets_hint() -> None:
+    ds = kube_proxy_daemonset(readiness="/healthz")
+    pods = (kube_proxy_pod("a", "registry.k8s.io/kube-proxy@sha256:00", owner_uid="ds-uid-1"),)
+    snapshot = cluster(nodes=(node("a", "v1.33.2"),), pods=pods, daemonsets=(ds,))
+    cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)
+    review = review_readiness(snapshot, facts_by_node(snapshot, cfg), cfg)
+    assert review.right_paths == {"kube-system/kube-proxy": "/livez"}  # audit still says so
+    assert review.patches == ()
+
+
+def test_new_nodes_and_pods_get_a_start_up_grace_and_unselected_nodes_need_no_kube_proxy() -> None:
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC).timestamp()
+    young, old = "2026-11-22T11:59:00Z", "2026-11-22T11:00:00Z"
+
+    def aged(name: str, created: str, **kwargs: object) -> Node:
+        base = node(name, **kwargs).model_dump(by_alias=True)  # type: ignore[arg-type]
+        base["metadata"]["creationTimestamp"] = created
+        return Node.model_validate(base)
+
+    starting_pod = kube_proxy_pod("b", image("v1.31.4"), ready=False).model_dump(by_alias=True)
+    starting_pod["metadata"]["creationTimestamp"] = young
+    windows = aged("win", old, labels={"kubernetes.io/os": "windows"})
+    nodes = (
+        aged("a", old, labels={"kubernetes.io/os": "linux"}),
+        aged("b", old, labels={"kubernetes.io/os": "linux"}),
+        aged("new", young, labels={"kubernetes.io/os": "linux"}),
+        windows,
+    )
+    pods = (kube_proxy_pod("a", image("v1.31.4")), Pod.model_validate(starting_pod))
+    ds = with_containers({"name": "kube-proxy", "image": image("v1.31.4")})
+    ds["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/os": "linux"}
+    snapshot = dataclasses.replace(cluster(nodes=nodes, pods=pods), observed_at=now)
+    view = kube_proxy_health(
+        snapshot, kube_proxy_pods_by_node(pods, config()), (DaemonSet.model_validate(ds),)
+    )
+    states = {s.node: s.state for s in view.pods}
+    assert states == {"a": PodHealth.READY, "b": PodHealth.EXPECTED_UNREADY}
+    assert view.healthy is True
+
+
+def test_a_failed_pod_is_not_the_nodes_kube_proxy() -> None:
+    evicted = kube_proxy_pod("a", image("v1.6.0")).model_dump(by_alias=True)
+    evicted["metadata"]["name"] = "kube-proxy-old"
+    evicted["status"]["phase"] = "Failed"
+    running = kube_proxy_pod("a", image("v1.31.4"))
+    for order in ((Pod.model_validate(evicted), running), (running, Pod.model_validate(evicted))):
+        chosen = kube_proxy_pods_by_node(order, config())["a"]
+        assert chosen.metadata.name == "kube-proxy-a"

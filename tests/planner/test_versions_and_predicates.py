@@ -10,6 +10,7 @@ from lbhc.planner.capabilities import (
     capabilities_from_probe,
     capabilities_of,
     detect,
+    needs_probe,
 )
 from lbhc.planner.config import DrainingGate
 from lbhc.planner.nodes import is_being_deleted, is_excluded_from_load_balancers
@@ -78,9 +79,9 @@ def caps(healthz: bool | None, livez: bool | None, drains: bool | None) -> Capab
         ((1, 28, 0), DrainingGate.ENABLED, caps(True, True, True)),
         ((1, 29, 15), DrainingGate.DISABLED, caps(True, True, False)),
         ((1, 29, 15), DrainingGate.UNKNOWN, caps(True, True, None)),
-        ((1, 30, 0), DrainingGate.UNKNOWN, caps(True, True, True)),
-        # From 1.30 the gate is on by default, and from 1.31 it is GA: the setting is moot.
-        ((1, 30, 0), DrainingGate.DISABLED, caps(True, True, True)),
+        ((1, 30, 0), DrainingGate.UNKNOWN, caps(True, True, True)),  # beta: on by default
+        ((1, 30, 9), DrainingGate.DISABLED, caps(True, True, False)),  # ...but can be off
+        ((1, 31, 0), DrainingGate.DISABLED, caps(True, True, True)),  # GA: the setting is moot
         ((1, 33, 1), DrainingGate.UNKNOWN, caps(True, True, True)),
         (None, DrainingGate.ENABLED, caps(None, None, None)),
     ],
@@ -91,21 +92,25 @@ def test_capabilities_at_every_boundary(
     assert capabilities_of(version, gate) == expected
 
 
-def probe(healthz: int | None, livez: int | None) -> HealthProbe:
-    return HealthProbe("10.0.0.1:10256", livez=livez, healthz=healthz)
+def probe(
+    healthz: int | None, livez: int | None, *, refused: bool = False, marked: bool = False
+) -> HealthProbe:
+    return HealthProbe("10.0.0.1:10256", livez, healthz, refused=refused, node_marked=marked)
 
 
 @pytest.mark.parametrize(
     ("seen", "being_deleted", "expected"),
     [
-        (probe(None, None), False, caps(False, False, False)),  # nothing listens
+        (probe(None, None, refused=True), False, caps(False, False, False)),  # nothing listens
+        (probe(None, None), False, caps(None, None, None)),  # timed out: proves nothing
         (probe(404, 404), False, caps(False, False, False)),  # not kube-proxy's server
         (probe(200, 404), False, caps(True, False, False)),  # older than 1.28
-        (probe(503, 404), True, caps(True, False, False)),
+        (probe(503, 404, marked=True), True, caps(True, False, False)),
         (probe(200, 200), False, caps(True, True, None)),  # >= 1.28, draining unseen
-        (probe(503, 200), True, caps(True, True, True)),  # seen draining
-        (probe(200, 200), True, caps(True, True, False)),  # being deleted, still serving
-        (probe(503, 503), True, caps(True, True, None)),  # proxier unhealthy: can't tell
+        (probe(503, 200, marked=True), True, caps(True, True, True)),  # seen draining
+        (probe(200, 200, marked=True), True, caps(True, True, False)),  # marked, still serving
+        (probe(200, 200), True, caps(True, True, None)),  # probed before the mark: stale
+        (probe(503, 503, marked=True), True, caps(True, True, None)),  # proxier unhealthy
     ],
 )
 def test_capabilities_from_probe(
@@ -133,6 +138,7 @@ DIGEST = "registry.k8s.io/kube-proxy@sha256:00"
         (DIGEST, "", "v1.33.1", probe(200, 404), "probe of 10.0.0.1:10256", "probe"),
         ("registry.k8s.io/kube-proxy:dev", "", "v1.33.1", probe(200, 200), "probe of", "probe"),
         (None, "", "v1.33.1", None, "v1.33.1", "kubelet-version"),
+        (None, "", "v1.31.0", None, "v1.31.0", "kubelet-version"),
         (None, "", "custom", None, "unknown ('custom')", "kubelet-version"),
         (None, "", "", None, "unknown", "none"),
     ],
@@ -143,6 +149,7 @@ DIGEST = "registry.k8s.io/kube-proxy@sha256:00"
         "probe-before-kubelet-hint",
         "probe-resolves-an-unparsable-tag",
         "kubelet-hint-last",
+        "kubelet-hint-is-a-lower-bound",
         "unparsable-hint",
         "nothing",
     ],
@@ -159,6 +166,29 @@ def test_version_sources_in_order(
     facts = detect(node("n", kubelet, kube_proxy_field=field), pod, seen, DrainingGate.UNKNOWN)
     assert facts.source.value == source
     assert facts.version.display().startswith(display)
+
+
+@pytest.mark.parametrize(
+    ("kubelet", "expected"),
+    [
+        ("v1.33.1", caps(True, True, True)),  # kube-proxy >= 1.30
+        ("v1.31.0", caps(True, True, None)),  # kube-proxy >= 1.28: draining depends on it
+        ("v1.30.2", caps(True, False, False)),  # kube-proxy may be 1.27: no /livez for sure
+    ],
+)
+def test_kubelet_hint_only_vouches_for_the_oldest_kube_proxy_it_allows(
+    kubelet: str, expected: Capabilities
+) -> None:
+    facts = detect(node("n", kubelet), None, None, DrainingGate.UNKNOWN)
+    assert facts.source is VersionSource.KUBELET_VERSION and facts.capabilities == expected
+
+
+def test_a_node_needs_a_probe_exactly_when_detect_would_use_one() -> None:
+    digest = kube_proxy_pod("n", DIGEST)
+    latest = kube_proxy_pod("n", "registry.k8s.io/kube-proxy:latest")
+    assert not needs_probe(node("n", kube_proxy_field="v1.31.0"), digest)
+    assert needs_probe(node("n", kube_proxy_field="v1.31.0"), latest)  # the tag decides: unknown
+    assert needs_probe(node("n"), None)  # the kubelet's version is only a hint
 
 
 def test_assumed_version_overrides_every_source() -> None:
