@@ -1,5 +1,7 @@
 """One probe of a node's kube-proxy health port: the status of /healthz and /livez, or None
-where nothing answered. Decided on the status code only, never the body (reference.md 1)."""
+where nothing answered, and whether that was a refused connection (nothing listening) or a
+timeout (which proves nothing). Decided on the status code only, never the body
+(reference.md 1)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,22 @@ _MAX_BODY = 4096  # kube-proxy's bodies are tiny; never read an unbounded one
 
 
 def get_status(host: str, port: int, path: str, timeout: float) -> int | None:
+    return request_status(host, port, path, timeout)[0]
+
+
+def request_status(host: str, port: int, path: str, timeout: float) -> tuple[int | None, bool]:
+    """(status, refused): status None when nothing answered; refused True only when the
+    connection was actively refused."""
     connection = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         connection.request("GET", path, headers={"User-Agent": "lbhc-kube-proxy-probe"})
         response = connection.getresponse()
         response.read(_MAX_BODY)
-        return response.status
-    except (OSError, http.client.HTTPException):  # TimeoutError is an OSError
-        return None
+        return response.status, False
+    except ConnectionRefusedError:
+        return None, True
+    except (OSError, http.client.HTTPException):  # timeouts, resets, garbage
+        return None, False
     finally:
         connection.close()
 
@@ -26,6 +36,6 @@ def get_status(host: str, port: int, path: str, timeout: float) -> int | None:
 def probe_health_port(address: str, port: int, timeout: float) -> HealthProbe:
     host = address.strip("[]")
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    healthz = get_status(host, port, "/healthz", timeout)
-    livez = get_status(host, port, "/livez", timeout) if healthz is not None else None
-    return HealthProbe(where, livez=livez, healthz=healthz)
+    healthz, refused = request_status(host, port, "/healthz", timeout)
+    livez = request_status(host, port, "/livez", timeout)[0] if healthz is not None else None
+    return HealthProbe(where, livez=livez, healthz=healthz, refused=refused)

@@ -4,12 +4,14 @@ controller treating a node whose probe is pending as an incomplete view."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
+from lbhc.model.cluster import HealthProbe, ProbeTarget
 from lbhc.planner.capabilities import Capabilities, capabilities_from_probe
 from lbhc.probe.health_port import probe_health_port
 from lbhc.probe.prober import NodeProber
@@ -49,13 +51,51 @@ def test_probe_of_each_kube_proxy_era(
 ) -> None:
     with kube_proxy(version, eligible=eligible) as server:
         seen = probe_health_port(server.host, server.port, timeout=2)
+    seen = dataclasses.replace(seen, node_marked=not eligible)  # what NodeProber records
     assert capabilities_from_probe(seen, being_deleted=not eligible) == expected
 
 
 def test_nothing_listening_means_no_health_server() -> None:
     seen = probe_health_port("127.0.0.1", free_port(), timeout=2)
-    assert (seen.healthz, seen.livez) == (None, None)
+    assert (seen.healthz, seen.livez, seen.refused) == (None, None, True)
     assert capabilities_from_probe(seen, being_deleted=False) == Capabilities(False, False, False)
+
+
+def test_a_timeout_proves_nothing() -> None:
+    """A server that accepts but never answers (a black hole, an overloaded node)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        seen = probe_health_port("127.0.0.1", silent.getsockname()[1], timeout=0.2)
+    assert (seen.healthz, seen.refused) == (None, False)
+    assert capabilities_from_probe(seen, being_deleted=False) == Capabilities(None, None, None)
+
+
+def test_prober_confirms_a_refusal_and_a_timeout_is_not_one() -> None:
+    """Three attempts: refused every time is "no health server"; one timeout among them is
+    not (the node may just be slow or shutting down)."""
+    answers = {
+        "refusing": [HealthProbe("a", None, None, refused=True)] * 3,
+        "flaky": [
+            HealthProbe("b", None, None, refused=True),
+            HealthProbe("b", None, None),
+            HealthProbe("b", None, None, refused=True),
+        ],
+    }
+    calls: list[str] = []
+
+    def scripted(address: str, port: int, timeout: float) -> HealthProbe:
+        calls.append(address)
+        return answers[address][calls.count(address) - 1]
+
+    prober = NodeProber(10256, 3600, 1, lambda _: None, retry_delay=0, probe=scripted)
+    targets = {"n1": ProbeTarget("refusing", False), "n2": ProbeTarget("flaky", True)}
+    prober.set_targets(targets)
+    prober.probe_now(targets)
+    results = prober.results()
+    assert results["n1"].refused is True and results["n2"].refused is False
+    assert results["n2"].node_marked is True  # recorded with the probe, for drain judgements
+    assert sorted(calls) == ["flaky"] * 3 + ["refusing"] * 3
 
 
 def test_prober_reports_new_targets_and_changed_answers() -> None:
@@ -65,13 +105,14 @@ def test_prober_reports_new_targets_and_changed_answers() -> None:
         prober = NodeProber(server.port, interval=3600, timeout=2, on_change=changes.append)
         prober.start()
         try:
-            prober.set_targets({"node-1": server.host})
+            target = {"node-1": ProbeTarget(server.host, False)}
+            prober.set_targets(target)
             first = wait_for(lambda: prober.results().get("node-1"), what="a first answer")
             assert (first.healthz, first.livez) == (200, 200)
             assert len(changes) == 1
 
             state["eligible"] = False
-            prober.probe_now({"node-1": server.host})  # what the next interval does
+            prober.probe_now(target)  # what the next interval does
             assert prober.results()["node-1"].healthz == 503
             assert len(changes) == 2
 
