@@ -18,6 +18,7 @@ from lbhc.controller.events import EventRecorder, ObjectRef
 from lbhc.controller.http import health_server
 from lbhc.controller.leader import LeaseConfig, LeaseElector
 from lbhc.controller.metrics import Metrics
+from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.reflector import Reflector
 from lbhc.controller.trigger import Trigger
 from lbhc.gce.client import GceClient
@@ -56,6 +57,8 @@ class RunOptions:
     identity: str = ""
     kube_host: str | None = None  # a plain URL instead of kubeconfig (tests, the sandbox)
     watch_timeout_sec: int = 300
+    # enforce mode: how long a readiness path must stay right before it is patched
+    readiness_settle_sec: float = 30.0
 
 
 class ControllerApp:
@@ -117,6 +120,18 @@ class ControllerApp:
         self.metrics.leader.set(1 if leader else 0)
         if leader:
             self.trigger.fire("became leader")
+        elif self.controller is not None:
+            self.controller.leadership_lost()
+
+    def _enforcer(self) -> ReadinessEnforcer:
+        return ReadinessEnforcer(
+            self.api,
+            self.metrics,
+            self.recorder.record,
+            self.elector.may_write if self.elector else lambda: True,
+            self.trigger.fire,
+            settle_sec=self.options.readiness_settle_sec,
+        )
 
     def ready(self) -> tuple[bool, str]:
         if self.cache is None or not self.cache.synced():
@@ -160,7 +175,7 @@ class ControllerApp:
                     max_concurrency=self.settings.max_concurrent_pool_calls,
                 ),
                 may_write=self.elector.may_write if self.elector else lambda: True,
-                patcher=self.api if enforce else None,
+                enforcer=self._enforcer() if enforce else None,
                 prober=self.prober,
             )
             self.reflectors = [

@@ -1,6 +1,6 @@
 """What each pass tells operators about kube-proxy, beyond the plan: metrics and Events for
-drain states, the kube-proxy health condition and the readiness review, and (only in the
-readiness policy's `enforce` mode, only as leader) the readiness-probe patches.
+drain states, the kube-proxy health condition and the readiness review (the patches of
+`enforce` mode are readiness_enforcer.py's).
 
 Events fire on transitions, not every pass, so a steady cluster stays quiet."""
 
@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
-from lbhc.kube.client import describe, status_of
 from lbhc.planner.drain import DrainState
-from lbhc.planner.readiness import FindingKind, ProbePatch
+from lbhc.planner.readiness import FindingKind
 from lbhc.planner.status import StatusReport
 
 log = logging.getLogger(__name__)
@@ -27,26 +25,29 @@ _DRAIN_EVENTS = {
 }
 
 
-class DaemonSetPatcher(Protocol):
-    def patch_daemonset(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        pass
-
-
 class KubeProxyReporter:
     def __init__(
-        self,
-        metrics: Metrics,
-        record: Callable[[EventSpec], None],
-        controller_ref: ObjectRef,
-        patcher: DaemonSetPatcher | None,
+        self, metrics: Metrics, record: Callable[[EventSpec], None], controller_ref: ObjectRef
     ) -> None:
         self._metrics = metrics
         self._record = record
         self._controller_ref = controller_ref
-        self._patcher = patcher
         self._drain: dict[str, DrainState] = {}
         self._healthy: bool | None = None
         self._findings: set[tuple[str, str, FindingKind]] = set()
+
+    def reset(self) -> None:
+        """On losing the lease: this replica stops assessing, so its gauges must not keep
+        saying (and alerting on) what was true when it last did."""
+        for gauge in (
+            self._metrics.node_drain,
+            self._metrics.kube_proxy_pods,
+            self._metrics.kube_proxy_condition,
+            self._metrics.readiness_findings,
+        ):
+            gauge.clear()
+        self._metrics.fallback_nodes.set(0)
+        self._drain, self._healthy, self._findings = {}, None, set()
 
     def observe(self, report: StatusReport) -> None:
         self._export(report)
@@ -122,35 +123,3 @@ class KubeProxyReporter:
                 )
             )
         self._findings = seen
-
-    def enforce(self, patches: tuple[ProbePatch, ...], dry_run: bool) -> bool:
-        """Send the readiness patches; False when one lost a race (the next pass, on the
-        DaemonSet's watch event, tries again from the new version)."""
-        ok = True
-        for patch in patches:
-            ref = ObjectRef("DaemonSet", patch.name, patch.namespace, "apps/v1")
-            what = f"container {patch.container} readinessProbe path -> {patch.path}"
-            if dry_run or self._patcher is None:
-                log.info(
-                    "dry run: would patch DaemonSet %s/%s: %s", patch.namespace, patch.name, what
-                )
-                continue
-            try:
-                self._patcher.patch_daemonset(patch.namespace, patch.name, patch.body())
-            except Exception as exc:
-                ok = False
-                result = "conflict" if status_of(exc) == CONFLICT else "error"
-                self._metrics.readiness_patches.labels(result).inc()
-                log.warning(
-                    "patching DaemonSet %s/%s failed (%s); retrying on the next pass",
-                    patch.namespace,
-                    patch.name,
-                    describe(exc),
-                )
-                if result == "conflict":
-                    note = f"{what}: the DaemonSet changed since it was read; retrying"
-                    self._record(EventSpec(ref, "ReadinessPatchConflict", "Patch", note, "Warning"))
-                continue
-            self._metrics.readiness_patches.labels("ok").inc()
-            self._record(EventSpec(ref, "ReadinessProbePatched", "Patch", what))
-        return ok

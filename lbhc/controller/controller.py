@@ -11,11 +11,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lbhc.controller.awareness import DaemonSetPatcher, KubeProxyReporter
+from lbhc.controller.awareness import KubeProxyReporter
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.cache import ClusterCache
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
+from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
 from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
@@ -66,7 +67,7 @@ class Controller:
         controller_ref: ObjectRef,
         options: ControllerOptions,
         may_write: Callable[[], bool] = lambda: True,
-        patcher: DaemonSetPatcher | None = None,
+        enforcer: ReadinessEnforcer | None = None,
         prober: NodeProber | None = None,
     ) -> None:
         self._config = config
@@ -80,7 +81,8 @@ class Controller:
         self._may_write = may_write
         self._backoff = Backoff(initial=1.0, maximum=60.0)
         self._prober = prober
-        self._reporter = KubeProxyReporter(metrics, self._record, controller_ref, patcher)
+        self._enforcer = enforcer
+        self._reporter = KubeProxyReporter(metrics, self._record, controller_ref)
         self.last_plan: Plan | None = None
         self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
@@ -137,10 +139,6 @@ class Controller:
         for resource, size in self._cache.sizes().items():
             self._metrics.cache_objects.labels(resource).set(size)
         self._observe_fallback(the_plan)
-        report = assess(cluster, cloud, self._config, the_plan)
-        self.last_report = report
-        self._reporter.observe(report)
-        patched = self._reporter.enforce(report.readiness.patches, self._options.dry_run)
         for warning in the_plan.warnings:  # the recorder rate-limits repeats
             if warning.startswith("conflict"):
                 self._event(self._controller_ref, "Conflict", "Skip", warning, "Warning")
@@ -151,8 +149,10 @@ class Controller:
             result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
             self._report(result)
         self._count_pools(cloud, name, the_plan, result)
-        # A lost readiness-patch race is retried with backoff like a failed GCE change.
-        failed = (result is not None and not result.ok) or not patched
+        # After the GCE pass, so nothing here can hold back attaches and detaches. A lost
+        # readiness-patch race is retried with backoff like a failed GCE change.
+        raced = not self._assess(cluster, cloud, the_plan)
+        failed = (result is not None and not result.ok) or raced
         self._metrics.reconciles.labels("partial" if failed else "ok").inc()
         self._metrics.reconcile_duration.observe(time.monotonic() - started)
         log.info(
@@ -164,6 +164,28 @@ class Controller:
         if failed:
             raise PartialFailure("some changes failed; see the log above")
         return the_plan
+
+    def _assess(self, cluster: ClusterSnapshot, cloud: CloudSnapshot, the_plan: Plan) -> bool:
+        """Drain states, kube-proxy health, the readiness review: exported, and in enforce
+        mode acted on. False only when a readiness patch lost a race."""
+        try:
+            report = assess(cluster, cloud, self._config, the_plan)
+            self.last_report = report
+            self._reporter.observe(report)
+            if self._enforcer is None or self._options.dry_run:
+                for patch in report.readiness.patches:
+                    log.info(
+                        "would patch DaemonSet %s/%s: %s", patch.namespace, patch.name, patch.path
+                    )
+                return True
+            complete = cluster.complete and cluster.versions_complete
+            return self._enforcer.enforce(report.readiness.patches, complete)
+        except Exception:  # a reporting bug must never stop the controller from converging
+            log.exception("assessing kube-proxy failed; the GCE pass was not affected")
+            return True
+
+    def leadership_lost(self) -> None:
+        self._reporter.reset()
 
     def _with_probes(self, cluster: ClusterSnapshot, prober: NodeProber) -> ClusterSnapshot:
         """Probe answers for the nodes that need them. A node still waiting for its first

@@ -13,6 +13,7 @@ from tests.controller.harness import World, node_obj, wait_for, world
 from tests.kube import conftest as kube_builders
 
 DS_UID = "0f6b7a52-4f1e-4d1c-9a59-1b2c3d4e5f60"
+LONG_AGO = "2026-01-01T00:00:00Z"
 
 
 def seed_kube_proxy(w: World, version: str = "v1.31.4", **ds: Any) -> None:
@@ -25,7 +26,9 @@ def seed_kube_proxy(w: World, version: str = "v1.31.4", **ds: Any) -> None:
     w.kube.upsert(manifest)
     for node in w.kube.objects("Node"):
         name = node["metadata"]["name"]
-        w.kube.upsert(kube_builders.kube_proxy_pod(name, version, ready=True, owner_uid=DS_UID))
+        pod = kube_builders.kube_proxy_pod(name, version, ready=True, owner_uid=DS_UID)
+        pod["metadata"]["creationTimestamp"] = LONG_AGO  # past the start-up grace period
+        w.kube.upsert(pod)
 
 
 def events(w: World, reason: str) -> list[dict[str, Any]]:
@@ -75,7 +78,7 @@ def test_enforce_patches_only_the_managed_readiness_path_and_survives_a_conflict
         # The first patch loses a race with another writer (409), as a real apiserver says
         # when the resourceVersion in the patch is stale.
         w.kube.faults.fail_requests(1, 409, path_contains="/daemonsets/kube-proxy")
-        w.start(settings={"readiness_policy": "enforce"})
+        w.start(settings={"readiness_policy": "enforce"}, readiness_settle_sec=0.2)
 
         wait_for(lambda: events(w, "ReadinessPatchConflict"), what="the conflict reported")
         wait_for(lambda: probe_path(w) == "/livez", what="the readiness path patched")
