@@ -10,6 +10,7 @@ import json
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,19 +34,15 @@ def status(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     gce = GceClient(settings.gce_client_config(read_only=True))
-    first_unhealthy: dict[str, float] = {}
+    first_unhealthy: dict[str, Unhealthy] = {}
+    seen: dict[str, str] = {}
     while True:
         cluster = read_cluster(args, settings)
         report, cloud = _assess(cluster, gce, settings)
         lb_health = (
             lb_health_by_node(cluster, cloud, report, gce, settings) if args.lb_health else {}
         )
-        now = time.time()
-        for node, state in lb_health.items():
-            if state == "UNHEALTHY":
-                first_unhealthy.setdefault(node, now)
-            else:
-                first_unhealthy.pop(node, None)
+        track_unhealthy(lb_health, seen, first_unhealthy, time.time())
         if args.output == "json":
             print(json.dumps(status_json(report, lb_health, first_unhealthy), indent=2))
         else:
@@ -107,23 +104,53 @@ def lb_health_by_node(
         return dict(job.result() for job in jobs)
 
 
-def _since(marked_at: str, unhealthy_at: float | None) -> str:
-    if unhealthy_at is None or not marked_at:
+@dataclass(frozen=True)
+class Unhealthy:
+    """When a node was first seen UNHEALTHY; `exact` when it was seen otherwise just before
+    (else it turned UNHEALTHY at some point before `at`)."""
+
+    at: float
+    exact: bool
+
+
+def track_unhealthy(
+    lb_health: dict[str, str], seen: dict[str, str], first: dict[str, Unhealthy], now: float
+) -> None:
+    for node, state in lb_health.items():
+        if state != "UNHEALTHY":
+            first.pop(node, None)
+        elif node not in first:
+            first[node] = Unhealthy(now, exact=node in seen and seen[node] != "UNHEALTHY")
+        seen[node] = state
+
+
+def _since(marked_at: str, unhealthy: Unhealthy | None) -> str:
+    if unhealthy is None or not marked_at:
         return ""
-    marked = datetime.strptime(marked_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return f"+{unhealthy_at - marked.timestamp():.0f}s"
+    try:
+        marked = datetime.fromisoformat(marked_at).timestamp()
+    except ValueError:
+        return ""
+    return f"{'' if unhealthy.exact else '<='}+{unhealthy.at - marked:.0f}s"
 
 
 def status_json(
-    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, float]
+    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, Unhealthy]
 ) -> dict[str, Any]:
     body = report.to_json()
     for node, entry in zip(report.nodes, body["nodes"], strict=True):
         if lb_health:
             entry["lbHealth"] = lb_health.get(node.node, "")
             since = first_unhealthy.get(node.node)
-            entry["unhealthyInLbSince"] = (
-                datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if since else ""
+            entry["unhealthyInLb"] = (
+                {
+                    "firstSeen": datetime.fromtimestamp(since.at, UTC).strftime(
+                        "%Y-%m-%dT%H:%M:%SZ"
+                    ),
+                    "exact": since.exact,
+                }
+                if since
+                else None
             )
     return body
 
@@ -143,7 +170,7 @@ def _yes_no(value: bool | None) -> str:
 
 
 def render_status_text(
-    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, float]
+    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, Unhealthy]
 ) -> str:
     health = report.kube_proxy
     condition = {True: "healthy", False: "UNHEALTHY", None: "unknown"}[health.healthy]
