@@ -251,7 +251,9 @@ def test_flip_changes_state_after_threshold_intervals(
     wait_health(server_api, A, end_state)
     [(changed_at, state)] = prober.transitions(A)[seen:]
     assert state == end_state
-    assert (threshold - 1) * INTERVAL <= changed_at - flipped <= (threshold + 1) * INTERVAL
+    # A probe sent just before the flip may be answered after it, so the lower bound gets one
+    # interval of slack on a loaded machine; the upper bound is what the issue requires.
+    assert (threshold - 2) * INTERVAL <= changed_at - flipped <= (threshold + 1) * INTERVAL
 
 
 # -- what is probed ------------------------------------------------------------------------------
