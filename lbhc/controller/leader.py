@@ -74,7 +74,10 @@ class LeaseElector:
         self._was_leader = False
         # Monotonic times of successful acquires/renews (bounded): lets tests prove that a
         # write happened inside this replica's window.
+        # When each renew was sent (the window counts from there: it errs short) and when
+        # the API confirmed it (what orders renews between replicas); for tests and debugging.
         self.renewals: collections.deque[float] = collections.deque(maxlen=10_000)
+        self.confirmations: collections.deque[float] = collections.deque(maxlen=10_000)
 
     def may_write(self) -> bool:
         renewed = self._renewed_at
@@ -148,6 +151,7 @@ class LeaseElector:
     def _renewed(self, at: float) -> None:
         self._renewed_at = at
         self.renewals.append(at)
+        self.confirmations.append(self._clock())
 
     def _body(
         self, lease: dict[str, Any] | None, transitions: int, acquire: bool = True
