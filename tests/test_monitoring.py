@@ -1,8 +1,9 @@
-"""The PrometheusRule under deploy/: every expression reads a metric lbhc really exports,
-and only a real kube-proxy failure pages (draining nodes are information)."""
+"""The monitoring overlay: every PrometheusRule expression and dashboard query reads a metric
+lbhc really exports, and only a real kube-proxy failure pages (draining is information)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ import yaml
 
 from lbhc.controller.metrics import Metrics
 
-RULE = Path(__file__).resolve().parents[1] / "deploy" / "monitoring" / "prometheusrule.yaml"
+MONITORING = Path(__file__).resolve().parents[1] / "deploy" / "overlays" / "monitoring"
+RULE = MONITORING / "prometheusrule.yaml"
 
 
 def rules() -> list[dict[str, Any]]:
@@ -43,3 +45,15 @@ def test_only_real_kube_proxy_failure_pages() -> None:
     assert severities["NodesDrainingFromLoadBalancers"] == "info"
     assert severities["NodeNotDrainingBeforeDeletion"] == "warning"
     assert severities["HealthCheckFallbackActive"] == "warning"
+
+
+def test_every_dashboard_query_uses_exported_metrics() -> None:
+    exported = exported_metric_names() | {
+        "lbhc_reconcile_duration_seconds_bucket"  # a histogram's series
+    }
+    dashboard = json.loads((MONITORING / "dashboard.json").read_text())
+    assert dashboard["panels"]
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            used = set(re.findall(r"\blbhc_[a-z_]+", target["expr"]))
+            assert used and used <= exported, f"{panel['title']}: {used - exported}"
