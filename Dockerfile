@@ -1,0 +1,22 @@
+# syntax=docker/dockerfile:1
+# lbhc's controller image: `lbhc run`, as a non-root numeric user, with dependencies from the
+# pinned requirements.lock. Build: docker build -t REGISTRY/lbhc:VERSION .
+
+# Exact version, and the same in both stages, so the venv's interpreter matches at run time.
+FROM python:3.11.7-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY requirements.lock ./
+RUN python -m venv /opt/lbhc && /opt/lbhc/bin/pip install -r requirements.lock
+COPY pyproject.toml README.md ./
+COPY lbhc ./lbhc
+# --no-deps: everything it needs came from the lock above, nothing floats.
+RUN /opt/lbhc/bin/pip install --no-deps . && /opt/lbhc/bin/lbhc --help > /dev/null
+
+FROM python:3.11.7-slim-bookworm
+COPY --from=build /opt/lbhc /opt/lbhc
+ENV PATH=/opt/lbhc/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# Numeric, so runAsNonRoot can verify it without /etc/passwd.
+USER 65532:65532
+EXPOSE 10258
+ENTRYPOINT ["lbhc", "run"]
