@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit venv clean
+.PHONY: test lint typecheck iac unit venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,19 +15,25 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lbhc tests
-	$(BIN)/ruff format --check lbhc tests
+	$(BIN)/ruff check lbhc tests terraform
+	$(BIN)/ruff format --check lbhc tests terraform
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Infrastructure as code, offline: terraform fmt and checkov on terraform/, checkov on every
+# rendered deploy/ overlay (checkov lives in its own .venv-checkov).
+iac:
+	.ci/terraform-check
+	.ci/manifests-check
+
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-test: lint typecheck unit
+test: lint typecheck iac unit
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-checkov .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
 .PHONY: try bench demo
 # The real controller against a local sandbox, through a scale-down scenario (~20 s).
