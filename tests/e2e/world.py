@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from google.api_core.exceptions import GoogleAPICallError
+
 from lbhc.cli import main
 from lbhc.gce.client import GceClient
 from lbhc.gce.config import DEFAULT_ENDPOINT, GceClientConfig
@@ -68,15 +70,28 @@ GCP_DRAIN_MARGIN_ENV = "LBHC_E2E_DRAIN_MARGIN_SEC"
 GCP_DRAIN_MARGIN_SEC = 30.0
 
 
-def poll_until(condition: Callable[[], T], timeout: float, every: float, what: str) -> T:
-    """`condition()`'s first truthy value; AssertionError naming `what` after `timeout`."""
+def poll_until(
+    condition: Callable[[], T],
+    timeout: float,
+    every: float,
+    what: str,
+    tolerate: tuple[type[BaseException], ...] = (GoogleAPICallError,),
+) -> T:
+    """`condition()`'s first truthy value; AssertionError naming `what` (and the last error
+    tolerated meanwhile: a getHealth refused while a check is still being set up) after
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
     while True:
-        value = condition()
+        try:
+            value = condition()
+        except tolerate as exc:
+            last_error, value = exc, None
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+            suffix = f" (last error: {last_error})" if last_error else ""
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{suffix}")
         time.sleep(every)
 
 

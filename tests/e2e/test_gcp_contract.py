@@ -1,0 +1,337 @@
+"""The gcp environment's own code, offline, so it does not rot between real runs: the
+outputs contract with terraform/, the skip reasons, the cluster the outputs describe, and
+GcpWorld's whole life (preflight, lbhc as a CLI, marking nodes, fallback, clean-up and its
+last resort) against a Compute fake seeded as terraform/ seeds the project, with the VM
+metadata switch stubbed. What only the real project can show (Google's health checkers,
+IAM, real operations) is left to the scenario's gcp runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lbhc.gce.client import GceClient
+from lbhc.gce.config import GceClientConfig
+from lbhc.model.cloud import COMPUTE_URL_PREFIX
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from tests.e2e.gcp import (
+    NODE_STATE_DELETING,
+    OUTPUTS_ENV,
+    Outputs,
+    OutputsError,
+    VmNode,
+    locate_outputs,
+)
+from tests.e2e.world import TAINT, GcpProject, GcpWorld
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = Path(__file__).with_name("sample_outputs.json")
+
+
+def sample() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    return document
+
+
+class StubSwitch:
+    """The VMs' node-state attribute, in memory."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.calls: list[tuple[str, str | None]] = []
+
+    def get(self, vm: VmNode) -> str | None:
+        return self.values.get(vm.name)
+
+    def set(self, vm: VmNode, value: str | None) -> None:
+        self.calls.append((vm.name, value))
+        if value is None:
+            self.values.pop(vm.name, None)
+        else:
+            self.values[vm.name] = value
+
+
+def seed_like_terraform(fake: ComputeFake, outputs: Outputs) -> None:
+    """load_balancers.tf: a pool per Service with every VM and no check, and its rule."""
+    fake.add_network(outputs.project_id, outputs.network)
+    instances = [
+        f"{COMPUTE_URL_PREFIX}projects/{outputs.project_id}/zones/{vm.zone}/instances/{vm.name}"
+        for vm in outputs.nodes
+    ]
+    for index, service in enumerate((outputs.cluster_service, outputs.local_service)):
+        description = json.dumps(
+            {"kubernetes.io/service-name": f"{service.namespace}/{service.name}"},
+            separators=(",", ":"),
+        )
+        pool = fake.add_target_pool(
+            outputs.project_id,
+            outputs.region,
+            service.target_pool,
+            description=description,
+            instances=instances,
+        )
+        fake.add_forwarding_rule(
+            outputs.project_id,
+            outputs.region,
+            service.forwarding_rule,
+            target=pool["selfLink"],
+            description=description,
+            ip_address=f"203.0.113.{20 + index}",
+        )
+
+
+@pytest.fixture
+def offline(tmp_path: Path) -> Iterator[tuple[GcpWorld, StubSwitch, ComputeFake]]:
+    outputs = Outputs.from_json(sample())
+    fake = ComputeFake(operation_latency=0.0)
+    seed_like_terraform(fake, outputs)
+    switch = StubSwitch()
+    switch.values[outputs.nodes[0].name] = NODE_STATE_DELETING  # a killed run's leftover
+    with ComputeFakeServer(fake) as server:
+        config = GceClientConfig(
+            project=outputs.project_id,
+            region=outputs.region,
+            endpoint=server.url,
+            read_only=True,
+            client_id="lbhc-e2e-observer",
+        )
+        project = GcpProject(outputs, None, switch, GceClient(config), endpoint=server.url)
+        world = GcpWorld(project, tmp_path)
+        try:
+            yield world, switch, fake
+        finally:
+            world.close()
+
+
+def test_the_sample_is_what_terraform_outputs_declares() -> None:
+    outputs_tf = ROOT / "terraform" / "outputs.tf"
+    if not outputs_tf.is_file():
+        pytest.skip("terraform/outputs.tf is not there to compare with")
+    declared = set(re.findall(r'^output\s+"([a-z_]+)"', outputs_tf.read_text(), re.MULTILINE))
+    assert declared == set(sample())
+    outputs = Outputs.from_json(sample())
+    assert len(outputs.nodes) == 3 and outputs.node_state_metadata_key == "lbhc-e2e-node-state"
+
+
+@pytest.mark.parametrize(
+    ("break_it", "message"),
+    [
+        (lambda d: d.pop("node_tag"), "output 'node_tag' is missing"),
+        (lambda d: d["nodes"].update(value=[]), "nodes: expected a non-empty list"),
+        (lambda d: d["nodes"]["value"][1].pop("zone"), "nodes[1].zone: expected a non-empty"),
+        (lambda d: d["local_service"]["value"].update(uid=7), "local_service.uid: expected"),
+        (lambda d: d.update(region={"value": ""}), "region: expected a non-empty string"),
+    ],
+)
+def test_a_broken_contract_names_what_is_wrong(break_it: Any, message: str) -> None:
+    document = sample()
+    break_it(document)
+    with pytest.raises(OutputsError, match=re.escape(message)):
+        Outputs.from_json(document, "outputs.json")
+
+
+def test_the_skip_reasons_are_one_line_and_say_what_is_missing(tmp_path: Path) -> None:
+    unset = locate_outputs({})
+    assert isinstance(unset, str) and unset.startswith(f"gcp: {OUTPUTS_ENV} is not set")
+    missing = locate_outputs({OUTPUTS_ENV: str(tmp_path / "nope.json")})
+    assert isinstance(missing, str) and "is not readable" in missing
+    (tmp_path / "bad.json").write_text("{not json")
+    bad = locate_outputs({OUTPUTS_ENV: str(tmp_path / "bad.json")})
+    assert isinstance(bad, str) and "is not JSON (line 1" in bad
+    for reason in (unset, missing, bad):
+        assert "\n" not in reason
+    (tmp_path / "good.json").write_text(SAMPLE.read_text())
+    found = locate_outputs({OUTPUTS_ENV: str(tmp_path / "good.json")})
+    assert not isinstance(found, str) and found[0] == sample()
+
+
+def test_gcp_world_runs_lbhc_over_the_outputs_and_cleans_up_after_a_messy_test(
+    offline: tuple[GcpWorld, StubSwitch, ComputeFake],
+) -> None:
+    world, switch, fake = offline
+    outputs = world.outputs
+    assert switch.values == {}, "preflight clears a node left marked by a killed run"
+    assert re.fullmatch(r"e2e-[0-9a-f]{8}", world.cluster_id or "")
+    assert world.check_name == f"k8s-l4-healthcheck-{world.cluster_id}"
+
+    snapshot = json.loads(world.write_snapshot().read_text())
+    nodes = [i for i in snapshot["items"] if i["kind"] == "Node"]
+    assert [n["spec"]["providerID"] for n in nodes] == [
+        f"gce://{outputs.project_id}/{vm.zone}/{vm.name}" for vm in outputs.nodes
+    ]
+    result = world.apply()
+    assert {(r["action"], r["name"]) for r in result["results"]} == {
+        ("create", world.check_name),
+        ("attach", world.cluster_pool),
+    }
+    assert result["fallback"] is None and result["withheld"] == []
+    assert world.pools_carrying_check() == {world.cluster_pool}
+    firewall = fake.firewalls(outputs.project_id)[world.check_name]
+    assert firewall["network"].endswith(f"/global/networks/{outputs.network}")
+    assert firewall["targetTags"] == [outputs.node_tag]
+
+    victim = outputs.nodes[1].name
+    world.mark_being_deleted(victim)
+    assert switch.values == {victim: NODE_STATE_DELETING}
+    node = world.kube.get("Node", None, victim) or {}
+    assert [t["key"] for t in node["spec"]["taints"]] == [TAINT]
+    status = world.lbhc("status", "--output", "json")
+    states = {n["node"]: n["drain"]["state"] for n in status.json()["nodes"]}
+    assert states[victim] == "draining", states
+    world.restore(victim)
+    assert switch.values == {}
+
+    old = world.add_old_node()
+    fallback = world.apply(view="complete")
+    assert [n["name"] for n in fallback["fallback"]["nodes"]] == [old]
+    assert world.pools_carrying_check() == set()
+
+    # Left messy on purpose: the old node still there, check and firewall still there, a
+    # node marked. The clean-up every test gets must put all of it right through lbhc.
+    world.mark_being_deleted(outputs.nodes[2].name)
+    assert world.clean_up() == []
+    assert switch.values == {}
+    assert world.leftovers() == []
+    assert world.load_balancers_changed() == {}
+    janitor = [e for e in fake.mutating_requests() if e.client_id == "lbhc-e2e-janitor"]
+    assert janitor == [], "lbhc removed everything itself"
+
+
+def test_clean_up_removes_what_lbhc_leaves_behind_and_reports_it(
+    offline: tuple[GcpWorld, StubSwitch, ComputeFake],
+) -> None:
+    world, _, fake = offline
+    world.apply()
+    # Services gone from the view altogether (not marked deleted): no Service claims the
+    # pool any more, so lbhc may not touch it, and its garbage collection waits for ever.
+    for obj in world.kube.objects("Service"):
+        meta = obj["metadata"]
+        world.kube.patch(
+            "Service", meta["namespace"], meta["name"], {"metadata": {"finalizers": None}}
+        )
+        world.kube.delete("Service", meta["namespace"], meta["name"])
+
+    problems = world.clean_up()
+
+    assert len(problems) == 1 and problems[0].startswith("lbhc left ['target pool"), problems
+    assert world.leftovers() == []
+    assert world.load_balancers_changed() == {}
+    janitor = [e.method for e in fake.mutating_requests() if e.client_id == "lbhc-e2e-janitor"]
+    assert janitor == ["POST", "DELETE", "DELETE"]  # detach, then check, then firewall
+
+
+def test_the_node_state_switch_keeps_other_metadata_and_retries_a_moved_fingerprint() -> None:
+    """NodeStateSwitch over google-cloud-compute's REST transport, answered by `responses`:
+    setMetadata carries the fingerprint just read and every other item; a 412 (someone
+    changed the metadata meanwhile) reads again; the zone operation is waited for."""
+    import responses
+    from google.auth.credentials import AnonymousCredentials
+
+    from tests.e2e.gcp import NodeStateSwitch
+
+    base = "https://compute.googleapis.com/compute/v1/projects/p/zones/z"
+    vm = VmNode("node-0", "z", "10.0.0.2")
+    key = "lbhc-e2e-node-state"
+    reads = iter(["fp-1", "fp-2", "fp-3"])
+
+    def instance(_: Any) -> tuple[int, dict[str, str], str]:
+        metadata = {"fingerprint": next(reads), "items": [{"key": "startup-script", "value": "x"}]}
+        body = {"name": "node-0", "metadata": metadata}
+        return 200, {"Content-Type": "application/json"}, json.dumps(body)
+
+    sent: list[dict[str, Any]] = []
+
+    def set_metadata(request: Any) -> tuple[int, dict[str, str], str]:
+        sent.append(json.loads(request.body))
+        if len(sent) == 1:
+            error = {
+                "code": 412,
+                "message": "fingerprint",
+                "errors": [{"reason": "conditionNotMet"}],
+            }
+            return 412, {"Content-Type": "application/json"}, json.dumps({"error": error})
+        operation = {"name": "op-1", "status": "RUNNING", "targetLink": f"{base}/instances/node-0"}
+        return 200, {"Content-Type": "application/json"}, json.dumps(operation)
+
+    with responses.RequestsMock() as mocked:
+        mocked.add_callback(responses.GET, f"{base}/instances/node-0", callback=instance)
+        mocked.add_callback(
+            responses.POST, f"{base}/instances/node-0/setMetadata", callback=set_metadata
+        )
+        mocked.add(
+            responses.POST, f"{base}/operations/op-1/wait", json={"name": "op-1", "status": "DONE"}
+        )
+        NodeStateSwitch(AnonymousCredentials(), "p", key).set(vm, NODE_STATE_DELETING)
+
+    assert [body["fingerprint"] for body in sent] == ["fp-1", "fp-2"]
+    assert sent[-1]["items"] == [
+        {"key": "startup-script", "value": "x"},
+        {"key": key, "value": NODE_STATE_DELETING},
+    ]
+
+
+def test_the_node_state_switch_reports_a_failed_operation_and_skips_a_no_op() -> None:
+    import responses
+    from google.auth.credentials import AnonymousCredentials
+
+    from tests.e2e.gcp import NodeStateSwitch
+
+    base = "https://compute.googleapis.com/compute/v1/projects/p/zones/z"
+    vm = VmNode("node-0", "z", "10.0.0.2")
+    metadata = {"fingerprint": "fp", "items": [{"key": "k", "value": NODE_STATE_DELETING}]}
+    failed = {
+        "name": "op-2",
+        "status": "DONE",
+        "httpErrorStatusCode": 403,
+        "httpErrorMessage": "FORBIDDEN",
+        "error": {"errors": [{"code": "PERMISSION_DENIED", "message": "no setMetadata"}]},
+    }
+    with responses.RequestsMock() as mocked:
+        mocked.add(responses.GET, f"{base}/instances/node-0", json={"metadata": metadata})
+        mocked.add(responses.POST, f"{base}/instances/node-0/setMetadata", json=failed)
+        switch = NodeStateSwitch(AnonymousCredentials(), "p", "k")
+        assert switch.get(vm) == NODE_STATE_DELETING
+        with pytest.raises(RuntimeError, match="403 FORBIDDEN PERMISSION_DENIED: no setMetadata"):
+            switch.set(vm, None)
+        # Not set at all: removing it sends nothing.
+        NodeStateSwitch(AnonymousCredentials(), "p", "other-key").set(vm, None)
+        posts = [c for c in mocked.calls if c.request.method == "POST"]
+        assert len(posts) == 1
+
+
+def test_lbhc_runs_as_the_controller_account_impersonated_from_adc(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import responses
+    from google.auth.credentials import AnonymousCredentials
+
+    from lbhc.gce.config import make_credentials
+    from tests.e2e.gcp import IMPERSONATE_ENV, controller_credentials, lbhc_runs_as
+
+    account = "lbhc-e2e-lbhc@p.iam.gserviceaccount.com"
+
+    class AlreadyTheAccount(AnonymousCredentials):
+        service_account_email = account
+
+    already = AlreadyTheAccount()
+    assert controller_credentials(already, account) is already
+    monkeypatch.setenv(IMPERSONATE_ENV, "0")
+    adc = AnonymousCredentials()
+    assert controller_credentials(adc, account) is adc
+    monkeypatch.delenv(IMPERSONATE_ENV)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mocked:
+        mocked.add(responses.POST, re.compile(r"https://iamcredentials\..*"), status=403, json={})
+        with pytest.raises(RuntimeError, match=r"cannot impersonate lbhc-e2e-lbhc@.*TokenCreator"):
+            controller_credentials(adc, account)
+
+    marker = AnonymousCredentials()
+    with lbhc_runs_as(marker, "p"):
+        assert make_credentials("https://compute.googleapis.com") is marker
+    assert make_credentials("http://127.0.0.1:1") is not marker
