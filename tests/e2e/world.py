@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import secrets
 import time
@@ -145,6 +146,18 @@ def _lbhc_environment() -> Iterator[None]:
         os.environ.update(saved)
 
 
+@contextlib.contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """lbhc's CLI points the root logger at its stderr; give pytest's log capture back."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 class World:
     """One run's cluster, project and lbhc invocations. Subclasses fill in the GCE side."""
 
@@ -196,6 +209,7 @@ class World:
         with (
             self.lbhc_credentials(),
             _lbhc_environment(),
+            _root_logging_kept(),
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
         ):
