@@ -6,6 +6,7 @@ kube-proxy (run here against a fake metadata server)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import http.client
 import json
 import os
@@ -24,25 +25,15 @@ from urllib.parse import urlsplit
 import pytest
 
 from lbhc.gce.permissions import required_permissions
+from tests.e2e.gcp import Outputs
 
 TF_DIR = Path(__file__).resolve().parent.parent / "terraform"
 SERVER = TF_DIR / "kube-proxy-health.py"
 TEMPLATE = TF_DIR / "node-startup.sh.tftpl"
 NODE_STATE_KEY = "lbhc-e2e-node-state"
 
-# What tests/e2e reads from `terraform output -json`.
-SUITE_OUTPUTS = {
-    "project_id",
-    "region",
-    "zone",
-    "network",
-    "node_tag",
-    "nodes",
-    "cluster_service",
-    "local_service",
-    "controller_service_account",
-    "node_state_metadata_key",
-}
+# What tests/e2e reads from `terraform output -json`: one list, the suite's own.
+SUITE_OUTPUTS = {field.name for field in dataclasses.fields(Outputs)}
 
 TERRAFORM = shutil.which("terraform")
 needs_terraform = pytest.mark.skipif(TERRAFORM is None, reason="terraform is not installed")
