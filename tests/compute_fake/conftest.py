@@ -88,6 +88,8 @@ class Clients:
         self.forwarding_rules = compute_v1.ForwardingRulesClient(**kwargs)
         self.global_ops = compute_v1.GlobalOperationsClient(**kwargs)
         self.region_ops = compute_v1.RegionOperationsClient(**kwargs)
+        self.instances = compute_v1.InstancesClient(**kwargs)
+        self.zone_ops = compute_v1.ZoneOperationsClient(**kwargs)
 
 
 def check_url(name: str, project: str = PROJECT) -> str:

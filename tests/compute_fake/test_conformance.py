@@ -15,6 +15,7 @@ from lbhc.sandbox.compute_fake.resources import (
     firewalls,
     forwarding_rules,
     health_checks,
+    instances,
     target_pools,
 )
 
@@ -36,6 +37,10 @@ REQUIRED_METHODS = (
         ("globalOperations", "wait"),
         ("regionOperations", "get"),
         ("regionOperations", "wait"),
+        ("instances", "get"),
+        ("instances", "setMetadata"),
+        ("zoneOperations", "get"),
+        ("zoneOperations", "wait"),
     }
     | {
         ("targetPools", m)
@@ -147,6 +152,19 @@ def test_accepted_body_fields_are_schema_properties(kind: Any, schema: str) -> N
     assert discovery()["schemas"][schema]["properties"]["kind"]["default"] == kind.kind
 
 
+def test_set_metadata_body_fields_are_metadata_properties() -> None:
+    schemas = discovery()["schemas"]
+    metadata = schemas["Metadata"]["properties"]
+    assert set(metadata) >= instances.METADATA_FIELDS
+    assert set(metadata["items"]["items"]["properties"]) >= instances.ITEM_FIELDS
+    assert metadata["items"]["items"]["properties"]["key"]["pattern"] == instances.KEY_PATTERN
+    assert metadata["kind"]["default"] == instances.METADATA_KIND
+    assert schemas["Instance"]["properties"]["kind"]["default"] == instances.KIND.kind
+    method = discovery()["resources"]["instances"]["methods"]["setMetadata"]
+    assert method["request"] == {"$ref": "Metadata"}
+    assert "requestId" in method["parameters"]
+
+
 # -- emitted JSON ------------------------------------------------------------------------------
 
 
@@ -180,6 +198,9 @@ def populated(clock: Any) -> tuple[ComputeFake, Any]:
     pool = f"projects/{p}/regions/{r}/targetPools/pool"
     rule = {"name": "fr", "target": pool, "portRange": "80", "IPAddress": "10.1.2.3"}
     assert _call(fake, "POST", f"projects/{p}/regions/{r}/forwardingRules", rule)[0] == 200
+    fake.add_instance(
+        p, "us-central1-a", "n1", network_ip="10.128.0.9", metadata={"k": "v"}, tags=["node"]
+    )
     return fake, clock
 
 
@@ -199,6 +220,7 @@ def test_resources_and_lists_conform(populated: tuple[ComputeFake, Any]) -> None
         (f"projects/{p}/aggregated/targetPools", "TargetPoolAggregatedList"),
         (f"projects/{p}/regions/{r}/forwardingRules/fr", "ForwardingRule"),
         (f"projects/{p}/regions/{r}/forwardingRules", "ForwardingRuleList"),
+        (f"projects/{p}/zones/us-central1-a/instances/n1", "Instance"),
     ]
     for path, schema in samples:
         status, body = _call(fake, "GET", path)
@@ -236,6 +258,35 @@ def test_operations_and_health_conform(populated: tuple[ComputeFake, Any]) -> No
     assert health["healthStatus"][0]["ipAddress"] == "10.1.2.3"
     assert health["healthStatus"][0]["port"] == 80
     assert_conforms(health, "TargetPoolInstanceHealth")
+
+
+def test_zone_operations_conform(populated: tuple[ComputeFake, Any]) -> None:
+    fake, clock = populated
+    zone = f"projects/{PROJECT}/zones/us-central1-a"
+    fake.operation_latency = 10.0
+    _, instance = _call(fake, "GET", f"{zone}/instances/n1")
+    body = {"fingerprint": instance["metadata"]["fingerprint"], "items": [{"key": "a"}]}
+    _, pending = _call(fake, "POST", f"{zone}/instances/n1/setMetadata", body)
+    assert pending["status"] == "PENDING" and pending["zone"].endswith(zone)
+    assert_conforms(pending, "Operation")
+    clock.advance(6)
+    _, running = _call(fake, "GET", f"{zone}/operations/{pending['name']}")
+    assert running["status"] == "RUNNING"
+    assert_conforms(running, "Operation")
+    # Same fingerprint again: accepted now, fails at DONE since the first one lands first.
+    _, second = _call(fake, "POST", f"{zone}/instances/n1/setMetadata", body)
+    clock.advance(10)
+    _, done = _call(fake, "POST", f"{zone}/operations/{pending['name']}/wait")
+    _, failed = _call(fake, "POST", f"{zone}/operations/{second['name']}/wait")
+    assert done["status"] == failed["status"] == "DONE"
+    assert failed["httpErrorStatusCode"] == 412
+    for op in (done, failed):
+        assert_conforms(op, "Operation")
+    _, changed = _call(fake, "GET", f"{zone}/instances/n1")
+    assert changed["metadata"]["items"] == [{"key": "a"}]
+    assert_conforms(changed, "Instance")
+    status, stale = _call(fake, "POST", f"{zone}/instances/n1/setMetadata", body)
+    assert status == 412 and stale["error"]["errors"][0]["reason"] == "conditionNotMet"
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""A faithful, stateful, in-memory fake of the GCE Compute REST API v1 subset lbhc uses.
+"""A faithful, stateful, in-memory fake of the GCE Compute REST API v1 subset lbhc uses (plus
+the instance metadata its e2e suite switches).
 
 Serve it over real sockets with `ComputeFakeServer` (google-cloud-compute clients and a google-auth
 AuthorizedSession talk to it via `api_endpoint`), or in-process with `mount_responses`.

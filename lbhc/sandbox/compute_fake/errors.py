@@ -28,6 +28,7 @@ DEFAULT_REASONS = {
     403: "forbidden",
     404: "notFound",
     409: "alreadyExists",
+    412: "conditionNotMet",
     429: "rateLimitExceeded",
     500: "backendError",
     503: "backendError",
@@ -102,6 +103,11 @@ def invalid_value(field: str, value: Any, why: str) -> ComputeError:
 
 def required(field: str) -> ComputeError:
     return ComputeError(400, "required", f"Required field '{field}' not specified")
+
+
+def condition_not_met(message: str) -> ComputeError:
+    """412: an optimistic-locking precondition (a fingerprint) does not hold."""
+    return ComputeError(412, "conditionNotMet", message)
 
 
 def in_use(kind_label: str, resource_path: str, user_path: str) -> ComputeError:

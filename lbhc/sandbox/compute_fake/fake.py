@@ -12,6 +12,7 @@ from .faults import Faults
 from .journal import JournalEntry
 from .resources import common, forwarding_rules, networks, target_pools
 from .resources import health_checks as hc_resource
+from .resources import instances as instance_resource
 from .store import HealthSource, Store
 from .validation import check_name
 
@@ -172,6 +173,37 @@ class ComputeFake:
             )
             return copy.deepcopy(rule)
 
+    def add_instance(
+        self,
+        project: str,
+        zone: str,
+        name: str,
+        network_ip: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        tags: Iterable[str] = (),
+        network: str = "default",
+        description: str = "",
+        machine_type: str = instance_resource.DEFAULT_MACHINE_TYPE,
+    ) -> dict[str, Any]:
+        """Seed a RUNNING VM: one interface on `network` (a name or reference; not verified)
+        with `network_ip` (the project's next free 10.128.0.x when None), instance metadata
+        items in the order given, network tags."""
+        check_name(name, "name")
+        with self._store.lock:
+            instance = instance_resource.seed(
+                self._store,
+                project,
+                zone,
+                name,
+                network_ip=network_ip,
+                network=network,
+                metadata=dict(metadata or {}),
+                tags=list(tags),
+                description=description,
+                machine_type=machine_type,
+            )
+            return copy.deepcopy(instance)
+
     # -- inspection (deep copies; pending operations that are due are completed first) ---------
 
     def _snapshot(self, collection: str, project: str, scope: str) -> dict[str, dict[str, Any]]:
@@ -194,6 +226,14 @@ class ComputeFake:
     def forwarding_rules(self, project: str, region: str) -> dict[str, dict[str, Any]]:
         return self._snapshot("forwardingRules", project, urls.scope_of(region))
 
+    def instances(self, project: str, zone: str) -> dict[str, dict[str, Any]]:
+        return self._snapshot("instances", project, urls.zone_scope(zone))
+
+    def instance_metadata(self, project: str, zone: str, name: str) -> dict[str, str]:
+        """An instance's metadata items as {key: value} (KeyError if there is no instance)."""
+        metadata = self.instances(project, zone)[name]["metadata"]
+        return {item["key"]: item.get("value", "") for item in metadata.get("items", [])}
+
     def all_resources(self, collection: str) -> list[dict[str, Any]]:
         """Every resource of `collection` in every project and scope, for observers that span
         them (the health prober), ordered by (project, scope, name)."""
@@ -208,7 +248,7 @@ class ComputeFake:
             ]
 
     def operations(self, project: str) -> list[dict[str, Any]]:
-        """Every operation of the project (global and regional), oldest first, as the API shows."""
+        """Every operation of the project (global, regional, zonal), oldest first, as shown."""
         with self._store.lock:
             operations.advance(self._store)
             ops = [op for op in self._store.operations.values() if op.project == project]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import random
 import threading
 from collections.abc import Callable
@@ -27,6 +28,12 @@ class IdSource:
                 if value not in self._used:
                     self._used.add(value)
                     return str(value)
+
+    def fingerprint(self) -> str:
+        """A new optimistic-locking fingerprint: 8 bytes, base64, like "h4b7fNVGrbk="."""
+        with self._lock:
+            raw = self._rng.getrandbits(64).to_bytes(8, "big")
+        return base64.b64encode(raw).decode("ascii")
 
     def operation_name(self, wall_seconds: float) -> str:
         with self._lock:

@@ -24,7 +24,7 @@ OPERATION_USER = "fake@lbhc"
 @dataclass(eq=False)
 class OpRecord:
     project: str
-    scope: str  # "global" or "regions/<r>"
+    scope: str  # "global", "regions/<r>" or "zones/<z>"
     name: str
     fields: dict[str, Any]  # the JSON fields that do not change over the op's life
     created: float
@@ -72,6 +72,8 @@ def create(
     }
     if scope.startswith("regions/"):
         fields["region"] = urls.region_url(project, scope.split("/", 1)[1])
+    elif scope.startswith("zones/"):
+        fields["zone"] = urls.zone_url(project, scope.split("/", 1)[1])
     op = OpRecord(
         project=project,
         scope=scope,

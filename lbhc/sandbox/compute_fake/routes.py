@@ -15,6 +15,7 @@ from .resources import (
     firewalls,
     forwarding_rules,
     health_checks,
+    instances,
     networks,
     operations_api,
     target_pools,
@@ -63,6 +64,7 @@ _HC = f"{_P}/global/httpHealthChecks"
 _FW = f"{_P}/global/firewalls"
 _TP = f"{_P}/regions/{{region}}/targetPools"
 _FR = f"{_P}/regions/{{region}}/forwardingRules"
+_VM = f"{_P}/zones/{{zone}}/instances/{{instance}}"
 
 COMPUTE_ROUTES: tuple[Route, ...] = (
     Route("httpHealthChecks", "get", "GET", f"{_HC}/{{httpHealthCheck}}", health_checks.handle_get),
@@ -167,6 +169,22 @@ COMPUTE_ROUTES: tuple[Route, ...] = (
         "wait",
         "POST",
         f"{_P}/regions/{{region}}/operations/{{operation}}/wait",
+        operations_api.handle_wait,
+    ),
+    Route("instances", "get", "GET", _VM, instances.handle_get),
+    Route("instances", "setMetadata", "POST", f"{_VM}/setMetadata", instances.handle_set_metadata),
+    Route(
+        "zoneOperations",
+        "get",
+        "GET",
+        f"{_P}/zones/{{zone}}/operations/{{operation}}",
+        operations_api.handle_get,
+    ),
+    Route(
+        "zoneOperations",
+        "wait",
+        "POST",
+        f"{_P}/zones/{{zone}}/operations/{{operation}}/wait",
         operations_api.handle_wait,
     ),
 )

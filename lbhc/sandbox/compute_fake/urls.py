@@ -37,6 +37,10 @@ def scope_of(region: str | None) -> str:
     return "global" if region is None else f"regions/{region}"
 
 
+def zone_scope(zone: str) -> str:
+    return f"zones/{zone}"
+
+
 def resource_path(project: str, scope: str, collection: str, name: str) -> str:
     return f"projects/{project}/{scope}/{collection}/{name}"
 
@@ -51,6 +55,10 @@ def collection_url(project: str, scope: str, collection: str) -> str:
 
 def region_url(project: str, region: str) -> str:
     return f"{CANONICAL_BASE}projects/{project}/regions/{region}"
+
+
+def zone_url(project: str, zone: str) -> str:
+    return f"{CANONICAL_BASE}projects/{project}/zones/{zone}"
 
 
 def parse_ref(ref: str, default_project: str) -> Ref | None:

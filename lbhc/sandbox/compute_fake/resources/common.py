@@ -41,7 +41,13 @@ class Request:
         return self.params.get("region")
 
     @property
+    def zone(self) -> str | None:
+        return self.params.get("zone")
+
+    @property
     def scope(self) -> str:
+        if self.zone is not None:
+            return urls.zone_scope(self.zone)
         return urls.scope_of(self.region)
 
     @property
@@ -108,6 +114,8 @@ def new_resource(
         region = scope.split("/", 1)[1]
         store.regions.add(region)  # the aggregated list reports every region in use
         resource["region"] = urls.region_url(project, region)
+    elif scope.startswith("zones/"):
+        resource["zone"] = urls.zone_url(project, scope.split("/", 1)[1])
     resource.update(fields)
     resource["selfLink"] = urls.resource_url(project, scope, kind.collection, name)
     return resource

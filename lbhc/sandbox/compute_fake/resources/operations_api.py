@@ -1,4 +1,4 @@
-"""globalOperations / regionOperations: get and wait."""
+"""globalOperations / regionOperations / zoneOperations: get and wait."""
 
 from __future__ import annotations
 

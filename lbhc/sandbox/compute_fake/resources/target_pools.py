@@ -3,7 +3,8 @@
 Choices where the real API is not documented precisely:
 - addHealthCheck of the check already on the pool is accepted and ends DONE with no change.
 - removeHealthCheck of a check not on the pool is accepted and ends DONE with no change.
-- Instances are not checked for existence (the fake has no instances collection).
+- Instances are not checked for existence: pools are seeded with instance URLs whether or not
+  the instances were seeded (add_instance), as the sandbox seeds them without.
 """
 
 from __future__ import annotations
