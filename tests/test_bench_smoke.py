@@ -1,12 +1,25 @@
 """The benchmark runs (tiny sizes) so `make bench` cannot rot; its figures are not asserted
-as timings, only as counts that must hold at any size."""
+as timings, only as counts that must hold at any size and as well-formed output (every
+figure present, every target judged)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.bench.plan_bench import main
+
+
+def well_formed_targets(figures: dict[str, Any], expected: int) -> None:
+    from tests.bench.report import collect_targets
+
+    targets = collect_targets(figures)
+    assert len(targets) == expected
+    for t in targets:
+        assert set(t) == {"key", "target", "measured", "goal", "status", "why"}
+        assert t["status"] in ("met", "missed")
+    assert len({t["key"] for t in targets}) == expected  # comparisons match on the key
 
 
 def test_bench_smoke(tmp_path: Path) -> None:
@@ -51,6 +64,14 @@ def test_cache_bench_smoke(tmp_path: Path) -> None:
     assert figures["heartbeat_reconciles"] == 0  # heartbeats never trigger a pass
     assert figures["taint_reconciles"] == 5
     assert figures["heap_ratio"] > 1
+    for side in ("cache", "client_models"):
+        memory = figures[side]
+        assert memory["peak_rss_mb"] >= memory["baseline_rss_mb"] > 0
+        assert memory["heap_mb"] > 0
+    assert figures["client_models"]["objects_held"] == 80
+    assert figures["cache"]["objects_held"] == 80
+    assert figures["heartbeat_events"] + figures["taint_events"] == 50
+    well_formed_targets(figures, 3)
 
 
 def test_controller_bench_smoke(tmp_path: Path) -> None:
@@ -61,3 +82,91 @@ def test_controller_bench_smoke(tmp_path: Path) -> None:
     figures = json.loads(out.read_text())
     assert figures["new_services"] == 3
     assert 0 < figures["attached_median_ms"] <= figures["attached_max_ms"]
+
+
+def test_scale_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench.scale_bench import main as scale_main
+
+    out = tmp_path / "scale.json"
+    args = ["--nodes", "20", "--services", "10", "--resyncs", "1", "--in-process"]
+    assert scale_main([*args, "--variants", "lean-pools", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    cold = figures["lean-pools"]["cold_start"]
+    assert cold["cluster_services"] == cold["attached"] == 8
+    assert cold["gce_calls"]["POST targetPools addHealthCheck"] == 8
+    assert cold["gce_calls"]["POST httpHealthChecks"] == cold["gce_calls"]["POST firewalls"] == 1
+    steady = figures["lean-pools"]["steady_state"]
+    assert steady["writes"] == 0 and steady["changes"] == 0
+    assert steady["reads"] == steady["reads_allowed"] == 4  # 2 gets, 1 page each of pools, rules
+    assert steady["per_service"]["reads"] == 20  # a pool and a check per LoadBalancer Service
+    assert steady["ratio_reads"] == 5.0
+    well_formed_targets(figures, 6)
+
+
+def test_burst_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench.burst_bench import main as burst_main
+
+    out = tmp_path / "burst.json"
+    args = ["--services", "4", "--warm", "2", "--latency", "0.05", "--quota", "50"]
+    args += ["--tuned-concurrency", "0", "--baseline-services", "2", "--json", str(out)]
+    assert burst_main(args) == 0
+    figures = json.loads(out.read_text())
+    assert figures["lbhc_default"]["attaches"] == 4
+    assert figures["lbhc_default"]["seconds"] > 0
+    baseline = figures["one_at_a_time"]
+    assert baseline["extrapolated"] is True and baseline["services_measured"] == 2
+    assert baseline["seconds"] >= baseline["seconds_measured"] > 0
+    well_formed_targets(figures, 2)
+
+
+def test_drain_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench.drain_bench import main as drain_main
+
+    out = tmp_path / "drain.json"
+    assert drain_main(["--trials", "1", "--time-scale", "0.05", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    # computed from the checks' timings: 1,000 pools / interval
+    assert figures["default"]["probes_per_second_per_node"] == 125.0
+    assert figures["fast"]["probes_per_second_per_node"] == 250.0
+    for profile in ("default", "fast"):
+        result = figures[profile]
+        assert result["trials"] == len(result["trials_seconds_real_world"]) == 1
+        assert result["drain_seconds_getHealth"]["median"] > 0
+    assert figures["fast_vs_default"]["probe_load_ratio"] == 2.0
+    well_formed_targets(figures, 2)
+
+
+def test_startup_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench.startup_bench import import_cost, import_profile
+    from tests.bench.startup_bench import main as startup_main
+
+    out = tmp_path / "startup.json"
+    args = ["--nodes", "10", "--services", "4", "--repeats", "1", "--variants", "lean-pools"]
+    args += ["--no-import-probes", "--skip-cli", "--json", str(out)]
+    assert startup_main(args) == 0
+    figures = json.loads(out.read_text())
+    lean = figures["lean-pools"]
+    assert list(lean["steps_median"]) == [
+        "interpreter",
+        "import_lbhc",
+        "import_kubernetes_apis",
+        "import_google_cloud_compute",
+        "build_app",
+        "caches_synced",
+        "first_gce_read",
+        "first_plan",
+    ]
+    assert lean["ready_since_spawn_median"] > 0 and lean["peak_rss_mb_median"] > 0
+    assert set(import_cost("import json")) == {"seconds", "rss_mb"}
+    assert import_profile("import json")  # some package took some time
+
+
+def test_compare_reports_changes_and_regressions() -> None:
+    from tests.bench.report import compare, target
+
+    old = {"a": {"seconds": 10.0, "count": 3}, "targets": [target("k", "t", 10.0, "< 15", True)]}
+    new = {"a": {"seconds": 20.0, "count": 3}, "targets": [target("k", "t", 20.0, "< 15", False)]}
+    lines = compare(old, new)
+    assert any(line.startswith("!") and "a.seconds" in line and "+100%" in line for line in lines)
+    assert not any("a.count" in line for line in lines)  # unchanged figures are not listed
+    assert any(line.startswith("REGRESSED: t") for line in lines)

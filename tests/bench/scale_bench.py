@@ -246,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--variant", help=argparse.SUPPRESS)  # one variant, in this process
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the variants in this process (smoke tests: peak RSS then accumulates)",
+    )
     add_output_args(parser)
     args = parser.parse_args(argv)
     if args.variant:
@@ -262,13 +267,17 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(tmp) / f"{name}.json"
             print(f"scale_bench: variant {name} ...", flush=True)
             started = time.monotonic()
-            subprocess.run(
-                [sys.executable, "-m", "tests.bench.scale_bench", "--variant", name,
-                 "--nodes", str(args.nodes), "--services", str(args.services),
-                 "--resyncs", str(args.resyncs), "--timeout", str(args.timeout),
-                 "--json", str(out)],
-                check=True, cwd=ROOT, env=child_env(),
-            )  # fmt: skip
+            if args.in_process:
+                sizes = (args.nodes, args.services, args.resyncs, args.timeout)
+                out.write_text(json.dumps(run_variant(name, *sizes)))
+            else:
+                subprocess.run(
+                    [sys.executable, "-m", "tests.bench.scale_bench", "--variant", name,
+                     "--nodes", str(args.nodes), "--services", str(args.services),
+                     "--resyncs", str(args.resyncs), "--timeout", str(args.timeout),
+                     "--json", str(out)],
+                    check=True, cwd=ROOT, env=child_env(),
+                )  # fmt: skip
             figures = json.loads(out.read_text())
             figures["variant_seconds"] = round(time.monotonic() - started, 1)
             results[name] = figures

@@ -29,7 +29,6 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -187,22 +186,18 @@ def _median(values: Any) -> float | None:
 
 
 def run_variant(
-    name: str, nodes: int, services: int, repeats: int, timeout: float, jobs: int
+    name: str, nodes: int, services: int, repeats: int, timeout: float, cli: bool
 ) -> Any:
     spec = WorldSpec(nodes=nodes, services=services, pool_instances=VARIANTS[name], converged=True)
     with FakeWorld(spec) as world, tempfile.TemporaryDirectory(prefix="lbhc-start-") as tmp:
-        # Concurrent runs (--jobs > 1) disturb each other's timings: for smoke runs only.
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            cli_run = pool.submit(run_cli, world, Path(tmp), timeout)
-            step_runs = [pool.submit(run_steps, world, timeout) for _ in range(repeats)]
-            cli = cli_run.result()
-            runs = [r.result() for r in step_runs]
+        cli_run = run_cli(world, Path(tmp), timeout) if cli else None
+        runs = [run_steps(world, timeout) for _ in range(repeats)]
         pool_instances = world.info["pool_instances"]
     return {
         "nodes": nodes,
         "services": services,
         "pool_instances": pool_instances,
-        "lbhc_run": cli,
+        "lbhc_run": cli_run,
         "steps_median": _median_steps(runs),
         "step_runs": repeats,
         "ready_since_spawn_median": _median(r["ready_since_spawn"] for r in runs),
@@ -223,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-import-probes", action="store_true", help="skip the import-cost measurements"
     )
     parser.add_argument(
-        "--jobs", type=int, default=1, help="concurrent runs (smoke tests only: >1 skews times)"
+        "--skip-cli", action="store_true", help="only the step-by-step runs, not `lbhc run`"
     )
     add_output_args(parser)
     args = parser.parse_args(argv)
@@ -237,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         # One step-by-step run where pools are full: the GCE read dominates and takes minutes.
         repeats = args.repeats if VARIANTS[name] == 0 else 1
         figures[name] = run_variant(
-            name, args.nodes, args.services, repeats, args.timeout, args.jobs
+            name, args.nodes, args.services, repeats, args.timeout, not args.skip_cli
         )
     if "import_alone" in figures:
         compute = figures["import_alone"]["google.cloud.compute_v1"]
