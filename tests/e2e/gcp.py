@@ -251,14 +251,20 @@ def cluster_objects(outputs: Outputs, kube_system_uid: str, version: str) -> lis
 
 class NodeStateSwitch:
     """Sets or removes one instance metadata attribute, respecting the fingerprint (a
-    concurrent change makes setMetadata fail with 412: read again and retry)."""
+    concurrent change makes setMetadata fail with 412: read again and retry). `endpoint`
+    points the clients at another Compute API (the Compute fake's server); None is Google's."""
 
-    def __init__(self, credentials: Any, project: str, key: str) -> None:
+    def __init__(
+        self, credentials: Any, project: str, key: str, endpoint: str | None = None
+    ) -> None:
         from google.cloud import compute_v1
 
+        options: dict[str, Any] = {"credentials": credentials}
+        if endpoint is not None:
+            options["client_options"] = {"api_endpoint": endpoint}
         self._compute = compute_v1
-        self._instances = compute_v1.InstancesClient(credentials=credentials)
-        self._operations = compute_v1.ZoneOperationsClient(credentials=credentials)
+        self._instances = compute_v1.InstancesClient(**options)
+        self._operations = compute_v1.ZoneOperationsClient(**options)
         self._project, self._key = project, key
 
     def get(self, vm: VmNode) -> str | None:

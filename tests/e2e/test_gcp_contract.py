@@ -2,8 +2,9 @@
 outputs contract with terraform/, the skip reasons, the cluster the outputs describe, and
 GcpWorld's whole life (preflight, lbhc as a CLI, marking nodes, fallback, clean-up and its
 last resort) against a Compute fake seeded as terraform/ seeds the project, with the VM
-metadata switch stubbed. What only the real project can show (Google's health checkers,
-IAM, real operations) is left to the scenario's gcp runs."""
+metadata switch stubbed; the switch itself runs against the fake's instances. What only
+the real project can show (Google's health checkers, IAM, real operations) is left to the
+scenario's gcp runs."""
 
 from __future__ import annotations
 
@@ -227,83 +228,137 @@ def test_clean_up_removes_what_lbhc_leaves_behind_and_reports_it(
     assert janitor == ["POST", "DELETE", "DELETE"]  # detach, then check, then firewall
 
 
-def test_the_node_state_switch_keeps_other_metadata_and_retries_a_moved_fingerprint() -> None:
-    """NodeStateSwitch over google-cloud-compute's REST transport, answered by `responses`:
-    setMetadata carries the fingerprint just read and every other item; a 412 (someone
-    changed the metadata meanwhile) reads again; the zone operation is waited for."""
-    import responses
+# -- the VM switch, against the Compute fake's instances over a real socket -----------------
+
+SWITCH_PROJECT = "p"
+SWITCH_ZONE = "us-central1-a"
+SWITCH_KEY = "lbhc-e2e-node-state"
+
+
+def instance_path(name: str) -> str:
+    return f"/compute/v1/projects/{SWITCH_PROJECT}/zones/{SWITCH_ZONE}/instances/{name}"
+
+
+def switch_requests(fake: ComputeFake) -> list[tuple[str, str, int]]:
+    """(method, path tail, status) of what google-cloud-compute sent (not the test's own
+    requests, which carry no User-Agent)."""
+    prefix = f"/compute/v1/projects/{SWITCH_PROJECT}/zones/{SWITCH_ZONE}/"
+    return [(e.method, e.path.removeprefix(prefix), e.status) for e in fake.journal if e.user_agent]
+
+
+def test_the_node_state_switch_keeps_other_metadata_and_retries_a_moved_fingerprint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NodeStateSwitch with google-cloud-compute against the Compute fake over its socket:
+    setMetadata carries the fingerprint just read and every other item; when another writer
+    changes the metadata between that read and the write, the fake's 412 makes it read
+    again; the zone operation, still PENDING when setMetadata answers, is waited for."""
     from google.auth.credentials import AnonymousCredentials
 
     from tests.e2e.gcp import NodeStateSwitch
 
-    base = "https://compute.googleapis.com/compute/v1/projects/p/zones/z"
-    vm = VmNode("node-0", "z", "10.0.0.2")
-    key = "lbhc-e2e-node-state"
-    reads = iter(["fp-1", "fp-2", "fp-3"])
-
-    def instance(_: Any) -> tuple[int, dict[str, str], str]:
-        metadata = {"fingerprint": next(reads), "items": [{"key": "startup-script", "value": "x"}]}
-        body = {"name": "node-0", "metadata": metadata}
-        return 200, {"Content-Type": "application/json"}, json.dumps(body)
-
-    sent: list[dict[str, Any]] = []
-
-    def set_metadata(request: Any) -> tuple[int, dict[str, str], str]:
-        sent.append(json.loads(request.body))
-        if len(sent) == 1:
-            error = {
-                "code": 412,
-                "message": "fingerprint",
-                "errors": [{"reason": "conditionNotMet"}],
-            }
-            return 412, {"Content-Type": "application/json"}, json.dumps({"error": error})
-        operation = {"name": "op-1", "status": "RUNNING", "targetLink": f"{base}/instances/node-0"}
-        return 200, {"Content-Type": "application/json"}, json.dumps(operation)
-
-    with responses.RequestsMock() as mocked:
-        mocked.add_callback(responses.GET, f"{base}/instances/node-0", callback=instance)
-        mocked.add_callback(
-            responses.POST, f"{base}/instances/node-0/setMetadata", callback=set_metadata
-        )
-        mocked.add(
-            responses.POST, f"{base}/operations/op-1/wait", json={"name": "op-1", "status": "DONE"}
-        )
-        NodeStateSwitch(AnonymousCredentials(), "p", key).set(vm, NODE_STATE_DELETING)
-
-    assert [body["fingerprint"] for body in sent] == ["fp-1", "fp-2"]
-    assert sent[-1]["items"] == [
-        {"key": "startup-script", "value": "x"},
-        {"key": key, "value": NODE_STATE_DELETING},
+    fake = ComputeFake(operation_latency=0.2)
+    fake.add_instance(SWITCH_PROJECT, SWITCH_ZONE, "node-0", metadata={"startup-script": "x"})
+    first_fingerprint = fake.instances(SWITCH_PROJECT, SWITCH_ZONE)["node-0"]["metadata"][
+        "fingerprint"
     ]
+    vm = VmNode("node-0", SWITCH_ZONE, "10.128.0.2")
+    path = instance_path("node-0")
+    serve = fake.handle
+    meddled: list[str] = []
+
+    def handle(
+        method: str,
+        url: str,
+        query: Any = None,
+        headers: Any = None,
+        body: bytes | str | None = b"",
+    ) -> tuple[int, dict[str, str], bytes]:
+        answer = serve(method, url, query, headers, body)
+        if method == "GET" and url == path and not meddled:
+            # Another writer adds an item right after the switch's first read, and its
+            # operation is DONE before the switch writes.
+            read = json.loads(answer[2])["metadata"]
+            items = [*read["items"], {"key": "ssh-keys", "value": "alice:ssh-ed25519 AAAA"}]
+            change = {"fingerprint": read["fingerprint"], "items": items}
+            status, _, raw = serve("POST", f"{path}/setMetadata", None, {}, json.dumps(change))
+            assert status == 200, raw
+            operation = json.loads(raw)["name"]
+            zone = f"/compute/v1/projects/{SWITCH_PROJECT}/zones/{SWITCH_ZONE}"
+            serve("POST", f"{zone}/operations/{operation}/wait")
+            meddled.append(operation)
+        return answer
+
+    monkeypatch.setattr(fake, "handle", handle)
+    with ComputeFakeServer(fake) as server:
+        switch = NodeStateSwitch(AnonymousCredentials(), SWITCH_PROJECT, SWITCH_KEY, server.url)
+        switch.set(vm, NODE_STATE_DELETING)
+        assert switch.get(vm) == NODE_STATE_DELETING
+
+    assert meddled, "the other writer never ran"
+    sent = [
+        e.body or {}
+        for e in fake.journal
+        if e.user_agent and e.path.endswith(f"{path}/setMetadata")
+    ]
+    assert sent[0]["fingerprint"] == first_fingerprint
+    assert sent[1]["fingerprint"] not in (first_fingerprint, "")
+    assert sent[1]["items"] == [
+        {"key": "startup-script", "value": "x"},
+        {"key": "ssh-keys", "value": "alice:ssh-ed25519 AAAA"},
+        {"key": SWITCH_KEY, "value": NODE_STATE_DELETING},
+    ]
+    requests = switch_requests(fake)
+    assert [(method, status) for method, _, status in requests[:4]] == [
+        ("GET", 200),  # read: fingerprint 1
+        ("POST", 412),  # setMetadata: the fingerprint moved meanwhile
+        ("GET", 200),  # read again
+        ("POST", 200),  # setMetadata: PENDING operation
+    ]
+    assert requests[4][0] == "POST" and requests[4][1].startswith("operations/")
+    assert requests[4][1].endswith("/wait")  # zoneOperations.wait until DONE
+    assert fake.instance_metadata(SWITCH_PROJECT, SWITCH_ZONE, "node-0") == {
+        "startup-script": "x",
+        "ssh-keys": "alice:ssh-ed25519 AAAA",
+        SWITCH_KEY: NODE_STATE_DELETING,
+    }
 
 
 def test_the_node_state_switch_reports_a_failed_operation_and_skips_a_no_op() -> None:
-    import responses
+    """A setMetadata operation that ends DONE with an error (injected by the fake) is
+    reported with its HTTP status and error; the metadata is left as it was. Removing an
+    attribute that is not set only reads."""
     from google.auth.credentials import AnonymousCredentials
 
     from tests.e2e.gcp import NodeStateSwitch
 
-    base = "https://compute.googleapis.com/compute/v1/projects/p/zones/z"
-    vm = VmNode("node-0", "z", "10.0.0.2")
-    metadata = {"fingerprint": "fp", "items": [{"key": "k", "value": NODE_STATE_DELETING}]}
-    failed = {
-        "name": "op-2",
-        "status": "DONE",
-        "httpErrorStatusCode": 403,
-        "httpErrorMessage": "FORBIDDEN",
-        "error": {"errors": [{"code": "PERMISSION_DENIED", "message": "no setMetadata"}]},
-    }
-    with responses.RequestsMock() as mocked:
-        mocked.add(responses.GET, f"{base}/instances/node-0", json={"metadata": metadata})
-        mocked.add(responses.POST, f"{base}/instances/node-0/setMetadata", json=failed)
-        switch = NodeStateSwitch(AnonymousCredentials(), "p", "k")
+    fake = ComputeFake(operation_latency=0.2)
+    metadata = {"startup-script": "x", SWITCH_KEY: NODE_STATE_DELETING}
+    fake.add_instance(SWITCH_PROJECT, SWITCH_ZONE, "node-0", metadata=metadata)
+    vm = VmNode("node-0", SWITCH_ZONE, "10.128.0.2")
+    fake.faults.fail_operations(
+        status=403,
+        reason="forbidden",
+        message="Required 'compute.instances.setMetadata' permission",
+        operation_type="setMetadata",
+    )
+    with ComputeFakeServer(fake) as server:
+        switch = NodeStateSwitch(AnonymousCredentials(), SWITCH_PROJECT, SWITCH_KEY, server.url)
         assert switch.get(vm) == NODE_STATE_DELETING
-        with pytest.raises(RuntimeError, match="403 FORBIDDEN PERMISSION_DENIED: no setMetadata"):
+        target = re.escape(f"{COMPUTE_URL_PREFIX}projects/{SWITCH_PROJECT}/zones/")
+        with pytest.raises(
+            RuntimeError,
+            match=rf"setMetadata on {target}.*/node-0 failed: 403 FORBIDDEN "
+            r"FORBIDDEN: Required 'compute.instances.setMetadata' permission",
+        ):
             switch.set(vm, None)
-        # Not set at all: removing it sends nothing.
-        NodeStateSwitch(AnonymousCredentials(), "p", "other-key").set(vm, None)
-        posts = [c for c in mocked.calls if c.request.method == "POST"]
-        assert len(posts) == 1
+        assert fake.instance_metadata(SWITCH_PROJECT, SWITCH_ZONE, "node-0") == metadata
+        assert [m for m, _, _ in switch_requests(fake)] == ["GET", "GET", "POST", "POST"]
+
+        fake.clear_journal()
+        other = NodeStateSwitch(AnonymousCredentials(), SWITCH_PROJECT, "other-key", server.url)
+        other.set(vm, None)  # not set at all: removing it sends nothing
+        assert switch_requests(fake) == [("GET", "instances/node-0", 200)]
 
 
 def test_lbhc_runs_as_the_controller_account_impersonated_from_adc(
