@@ -25,6 +25,8 @@ OUTPUTS_ENV = "LBHC_E2E_OUTPUTS"
 IMPERSONATE_ENV = "LBHC_E2E_IMPERSONATE"  # "0": run lbhc with ADC as is
 COMPUTE_SCOPE = "https://www.googleapis.com/auth/compute"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+# The IAM Service Account Credentials call impersonation makes (google-auth's own path).
+GENERATE_ACCESS_TOKEN_PATH = "/v1/projects/-/serviceAccounts/{}:generateAccessToken"
 NODE_STATE_DELETING = "deleting"  # the VMs' /healthz turns 503 on this metadata value
 
 Object = dict[str, Any]
@@ -141,10 +143,11 @@ def default_credentials() -> Any | str:
     return credentials
 
 
-def controller_credentials(adc: Any, service_account: str) -> Any:
+def controller_credentials(adc: Any, service_account: str, iam_endpoint: str | None = None) -> Any:
     """The credentials lbhc runs with: the controller's service account, impersonated from
     ADC with short-lived tokens, so the custom role terraform/ grants it is what is tested.
-    ADC as is when it already is that account or `LBHC_E2E_IMPERSONATE=0`."""
+    ADC as is when it already is that account or `LBHC_E2E_IMPERSONATE=0`. `iam_endpoint`
+    replaces https://iamcredentials.googleapis.com (for tests; None in real runs)."""
     if os.environ.get(IMPERSONATE_ENV, "1") == "0":
         return adc
     if getattr(adc, "service_account_email", None) == service_account:
@@ -152,11 +155,15 @@ def controller_credentials(adc: Any, service_account: str) -> Any:
     from google.auth import impersonated_credentials
     from google.auth.transport.requests import Request
 
+    override = None
+    if iam_endpoint is not None:
+        override = iam_endpoint.rstrip("/") + GENERATE_ACCESS_TOKEN_PATH.format(service_account)
     credentials = impersonated_credentials.Credentials(
         source_credentials=adc,
         target_principal=service_account,
         target_scopes=[COMPUTE_SCOPE],
         lifetime=3600,
+        iam_endpoint_override=override,
     )
     try:
         credentials.refresh(Request())

@@ -2,9 +2,10 @@
 outputs contract with terraform/, the skip reasons, the cluster the outputs describe, and
 GcpWorld's whole life (preflight, lbhc as a CLI, marking nodes, fallback, clean-up and its
 last resort) against a Compute fake seeded as terraform/ seeds the project, with the VM
-metadata switch stubbed; the switch itself runs against the fake's instances. What only
-the real project can show (Google's health checkers, IAM, real operations) is left to the
-scenario's gcp runs."""
+metadata switch stubbed; the switch itself runs against the fake's instances, and
+impersonation against a local stand-in for the IAM credentials endpoint. What only the
+real project can show (Google's health checkers, IAM policy, real operations) is left to
+the scenario's gcp runs."""
 
 from __future__ import annotations
 
@@ -361,14 +362,66 @@ def test_the_node_state_switch_reports_a_failed_operation_and_skips_a_no_op() ->
         assert switch_requests(fake) == [("GET", "instances/node-0", 200)]
 
 
+class IamCredentialsStandIn:
+    """The one IAM Service Account Credentials call impersonation makes,
+    `POST /v1/projects/-/serviceAccounts/{account}:generateAccessToken`, served on a real
+    socket: 403 in that API's error shape while the caller may not impersonate, a token once
+    `granted`. It records what it was asked, to check who asked for what."""
+
+    def __init__(self, account: str) -> None:
+        from lbhc.httpserver import LoopbackServer
+        from tests.e2e.gcp import GENERATE_ACCESS_TOKEN_PATH
+
+        self.path = GENERATE_ACCESS_TOKEN_PATH.format(account)
+        self.granted = False
+        self.asked: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        self.server = LoopbackServer(self._serve, "iam-credentials-stand-in")
+
+    def _serve(
+        self, method: str, path: str, headers: Any, body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        json_type = {"Content-Type": "application/json; charset=UTF-8"}
+        if method != "POST" or path != self.path:
+            error = {"code": 404, "message": "Not found", "status": "NOT_FOUND"}
+            return 404, json_type, json.dumps({"error": error}).encode()
+        self.asked.append((path, {k.lower(): v for k, v in headers.items()}, json.loads(body)))
+        if self.granted:
+            token = {"accessToken": "stand-in-token", "expireTime": "2099-01-01T00:00:00Z"}
+            return 200, json_type, json.dumps(token).encode()
+        permission = "iam.serviceAccounts.getAccessToken"
+        error = {
+            "code": 403,
+            "message": f"Permission '{permission}' denied on resource (or it may not exist).",
+            "status": "PERMISSION_DENIED",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "IAM_PERMISSION_DENIED",
+                    "domain": "iam.googleapis.com",
+                    "metadata": {"permission": permission},
+                }
+            ],
+        }
+        return 403, json_type, json.dumps({"error": error}).encode()
+
+
 def test_lbhc_runs_as_the_controller_account_impersonated_from_adc(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import responses
+    """Impersonation against a local stand-in for the IAM credentials endpoint: ADC's token
+    asks for the controller account with the compute scope only; a denial is reported with
+    what to grant and no token; ADC is used as is when it already is the account or when
+    impersonation is switched off."""
     from google.auth.credentials import AnonymousCredentials
+    from google.oauth2.credentials import Credentials as UserCredentials
 
     from lbhc.gce.config import make_credentials
-    from tests.e2e.gcp import IMPERSONATE_ENV, controller_credentials, lbhc_runs_as
+    from tests.e2e.gcp import (
+        COMPUTE_SCOPE,
+        IMPERSONATE_ENV,
+        controller_credentials,
+        lbhc_runs_as,
+    )
 
     account = "lbhc-e2e-lbhc@p.iam.gserviceaccount.com"
 
@@ -378,13 +431,29 @@ def test_lbhc_runs_as_the_controller_account_impersonated_from_adc(
     already = AlreadyTheAccount()
     assert controller_credentials(already, account) is already
     monkeypatch.setenv(IMPERSONATE_ENV, "0")
-    adc = AnonymousCredentials()
-    assert controller_credentials(adc, account) is adc
+    anonymous = AnonymousCredentials()
+    assert controller_credentials(anonymous, account) is anonymous
     monkeypatch.delenv(IMPERSONATE_ENV)
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mocked:
-        mocked.add(responses.POST, re.compile(r"https://iamcredentials\..*"), status=403, json={})
-        with pytest.raises(RuntimeError, match=r"cannot impersonate lbhc-e2e-lbhc@.*TokenCreator"):
-            controller_credentials(adc, account)
+
+    adc = UserCredentials(token="adc-token")  # a signed-in user's ADC, token already fresh
+    iam = IamCredentialsStandIn(account)
+    with iam.server:
+        with pytest.raises(RuntimeError) as denied:
+            controller_credentials(adc, account, iam_endpoint=iam.server.url)
+        message = str(denied.value)
+        assert f"cannot impersonate {account}" in message and "TokenCreator" in message
+        assert "adc-token" not in message and denied.value.__cause__ is None
+
+        iam.granted = True
+        impersonated = controller_credentials(adc, account, iam_endpoint=iam.server.url)
+
+    assert impersonated.token == "stand-in-token"
+    assert impersonated.service_account_email == account
+    assert len(iam.asked) == 2
+    for path, headers, body in iam.asked:
+        assert path == f"/v1/projects/-/serviceAccounts/{account}:generateAccessToken"
+        assert headers["authorization"] == "Bearer adc-token"  # asked as ADC
+        assert body["scope"] == [COMPUTE_SCOPE] and body["lifetime"] == "3600s"
 
     marker = AnonymousCredentials()
     with lbhc_runs_as(marker, "p"):
