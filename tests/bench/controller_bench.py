@@ -7,10 +7,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
-from tests.bench.report import emit
+from tests.bench.report import add_output_args, emit
 from tests.controller.harness import wait_for, world
 
 
@@ -41,10 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--services", type=int, default=100)
     parser.add_argument("--warm", type=int, default=50)
-    parser.add_argument("--json", type=Path)
+    add_output_args(parser)
     args = parser.parse_args(argv)
     figures = bench_event_to_attached(args.services, args.warm)
-    return emit(figures, args.json)
+    return emit(figures, args.json, args.compare)
 
 
 if __name__ == "__main__":

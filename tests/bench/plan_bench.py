@@ -13,7 +13,6 @@ import json
 import statistics
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from lbhc.executor import Executor
@@ -23,6 +22,7 @@ from lbhc.model.cloud import CloudSnapshot, http_health_check_url
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.planner import plan
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from tests.bench.report import add_output_args, load, print_comparison
 from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, config, names, node, pool_for, service
 
 
@@ -132,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=5_000)
     parser.add_argument("--gce-services", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--json", type=Path, help="write the figures here")
+    add_output_args(parser)
     args = parser.parse_args(argv)
+    previous = load(args.compare)
 
     planning = bench_planning(args.services, args.nodes, args.repeats)
     calls = bench_gce_calls(args.gce_services)
@@ -146,8 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     for phase in ("calls_from_nothing", "calls_converged"):
         for call, count in calls[phase].items():
             print(f"{phase + ': ' + call:44} {count}")
+    figures = {"planning": planning, "gce": calls}
     if args.json:
-        args.json.write_text(json.dumps({"planning": planning, "gce": calls}, indent=2))
+        args.json.write_text(json.dumps(figures, indent=2))
+    if args.compare:
+        print_comparison(args.compare, previous, figures)
     return 0
 
 
