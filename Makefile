@@ -50,9 +50,8 @@ try: $(STAMP)
 	$(BIN)/lbhc plan --cluster-snapshot examples/cluster.json --project demo-project \
 		--region us-central1 --node-tags gke-demo-node --gce-endpoint $$url
 
-# Figures for the closing notes: planning time at scale and GCE call counts.
+# Issue 7's scenarios (and the planner and latency benches), each in its own process, into
+# one results file; compared with the previous file when there is one. Not part of make test.
 BENCH_JSON ?= bench-results.json
 bench: $(STAMP)
-	$(BIN)/python -m tests.bench.plan_bench --json $(BENCH_JSON)
-	$(BIN)/python -m tests.bench.cache_bench --json cache-$(BENCH_JSON)
-	$(BIN)/python -m tests.bench.controller_bench --json controller-$(BENCH_JSON)
+	$(BIN)/python -m tests.bench.run_all --json $(BENCH_JSON) $(if $(wildcard $(BENCH_JSON)),--compare $(BENCH_JSON))
