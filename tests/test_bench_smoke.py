@@ -102,6 +102,11 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     assert steady["ratio_reads"] == 5.0
     well_formed_targets(figures, 6)
 
+    from tests.bench.markdown import render
+
+    text = render({"benches": {"scale": figures}})
+    assert "| lean-pools | 0 | 1000 |" in text and "#### Targets" in text
+
 
 def test_burst_bench_smoke(tmp_path: Path) -> None:
     from tests.bench.burst_bench import main as burst_main

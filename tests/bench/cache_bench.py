@@ -52,19 +52,6 @@ def list_bytes(kind: str, items: list[dict[str, Any]]) -> bytes:
     ).encode()
 
 
-def held_bytes(build: Callable[[], Any]) -> tuple[Any, int, float]:
-    """(result, bytes still allocated after build, seconds)."""
-    gc.collect()
-    tracemalloc.start()
-    start = time.perf_counter()
-    result = build()
-    seconds = time.perf_counter() - start
-    gc.collect()
-    current, _ = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return result, current, seconds
-
-
 def bench_decode(nodes: list[Any], services: list[Any], pods: list[Any]) -> dict[str, Any]:
     """Seconds to decode whole lists: lbhc's projections vs the client's models."""
     raw = {
@@ -103,8 +90,11 @@ def write_pages(directory: Path, nodes: list[Any], services: list[Any], pods: li
             (directory / f"{kind}-{start // PAGE:04d}.json").write_bytes(page)
 
 
-def _decode_pages(side: str, directory: Path) -> Any:
-    """Every page decoded and kept as that side keeps it; each page's bytes freed at once."""
+def _decode_pages(
+    side: str, directory: Path, after: Callable[[str], None] = lambda kind: None
+) -> Any:
+    """Every page decoded and kept as that side keeps it; each page's bytes freed at once.
+    `after(kind)` runs once each kind is held."""
     if side == "cache":
         cache = ClusterCache("uid")
         for kind, resource, model in (
@@ -116,6 +106,8 @@ def _decode_pages(side: str, directory: Path) -> Any:
             for path in sorted(directory.glob(f"{kind}-*.json")):
                 items.extend(model.model_validate_json(path.read_bytes()).items)
             cache.replace(resource, items)
+            del items
+            after(kind)
         return cache
     from kubernetes import client
 
@@ -124,6 +116,7 @@ def _decode_pages(side: str, directory: Path) -> Any:
     for kind, model_name in KINDS:
         for path in sorted(directory.glob(f"{kind}-*.json")):
             held.extend(api.deserialize(path.read_text(), model_name, "application/json").items)
+        after(kind)
     return held
 
 
@@ -142,9 +135,26 @@ def memory_child(side: str, directory: Path) -> dict[str, Any]:
     size = sum(held.sizes().values()) if side == "cache" else len(held)
     del held
     gc.collect()
-    _, heap, _ = held_bytes(lambda: _decode_pages(side, directory))
+    marks: list[tuple[str, int]] = []
+
+    def after(kind: str) -> None:
+        gc.collect()
+        marks.append((kind, tracemalloc.get_traced_memory()[0]))
+
+    gc.collect()
+    tracemalloc.start()
+    again = _decode_pages(side, directory, after)
+    gc.collect()
+    heap = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del again
+    by_kind, previous = {}, 0
+    for kind, traced in marks:
+        by_kind[kind] = round((traced - previous) / 1e6, 1)
+        previous = traced
     return {
         "heap_mb": round(heap / 1e6, 1),
+        "heap_mb_by_kind": by_kind,
         "rss_held_mb": round(rss_held, 1),
         "peak_rss_mb": peak,
         "baseline_rss_mb": baseline,

@@ -63,8 +63,10 @@ class BenchController:
         def timed(reasons: list[str]) -> Any:
             self.in_pass = True
             start, cpu = time.monotonic(), time.thread_time()
+            plan = None
             try:
-                return reconcile(reasons)
+                plan = reconcile(reasons)
+                return plan
             finally:
                 self.pass_log.append(
                     {
@@ -72,6 +74,9 @@ class BenchController:
                         "end": time.monotonic(),
                         "thread_cpu": time.thread_time() - cpu,
                         "reasons": reasons[:3],
+                        "changes": len(plan.changes) if plan is not None else None,
+                        "withheld": len(plan.withheld) if plan is not None else None,
+                        "warnings": list(plan.warnings)[:3] if plan is not None else [],
                     }
                 )
                 self.in_pass = False
@@ -145,6 +150,19 @@ class BenchController:
 
     def since_start(self, moment: float | None) -> float | None:
         return None if moment is None else round(moment - self.started_at, 3)
+
+    def passes_summary(self) -> list[dict[str, Any]]:
+        """Each pass so far: when it ran (seconds since start), why, what it planned."""
+        return [
+            {
+                "start": self.since_start(p["start"]),
+                "end": self.since_start(p["end"]),
+                "reasons": p["reasons"],
+                "changes": p["changes"],
+                "warnings": p["warnings"],
+            }
+            for p in self.pass_log
+        ]
 
     def stop(self) -> None:
         self._done.set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,9 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def _cpu_ticks() -> dict[int, tuple[str, int]]:
-    """pid -> (command, utime + stime in clock ticks) of every process now."""
-    ticks: dict[int, tuple[str, int]] = {}
+def _cpu_ticks() -> dict[int, tuple[str, int, int]]:
+    """pid -> (command, utime + stime, start time), in clock ticks, of every process now."""
+    ticks: dict[int, tuple[str, int, int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -60,7 +61,7 @@ def _cpu_ticks() -> dict[int, tuple[str, int]]:
             continue
         command = raw[raw.index("(") + 1 : raw.rindex(")")]
         fields = raw[raw.rindex(")") + 2 :].split()
-        ticks[int(entry.name)] = (command, int(fields[11]) + int(fields[12]))
+        ticks[int(entry.name)] = (command, int(fields[11]) + int(fields[12]), int(fields[19]))
     return ticks
 
 
@@ -86,38 +87,54 @@ def _descendants(root: int) -> set[int]:
 
 class OtherLoad:
     """CPU seconds used by processes outside this benchmark's process tree between start()
-    and stop(). A process that started in between counts whole; one that also ended in
-    between is not seen."""
+    and stop(), sampled every `every` seconds so processes that come and go in between
+    are seen (one that lives less than a sample is missed: the figure is a lower bound)."""
 
-    def __init__(self) -> None:
-        self._start: dict[int, tuple[str, int]] = {}
+    def __init__(self, every: float = 2.0) -> None:
+        self._every = every
+        self._seen: dict[int, tuple[str, int, int]] = {}  # pid -> _cpu_ticks() at last sample
+        self._used: dict[str, int] = {}  # command -> ticks used since start
         self._started = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._start = _cpu_ticks()
+        self._seen = _cpu_ticks()  # what ran before the start does not count
         self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="other-load", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            self._sample()
+
+    def _sample(self) -> None:
+        ours = _descendants(os.getpid())
+        now = _cpu_ticks()
+        for pid, (command, ticks, started) in now.items():
+            before = self._seen.get(pid)
+            if before is not None and before[2] != started:
+                before = None  # the pid was reused: a new process, counted from zero
+            delta = ticks - (before[1] if before is not None else 0)
+            if pid not in ours and delta > 0:
+                self._used[command] = self._used.get(command, 0) + delta
+        self._seen = now
 
     def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
         hz = os.sysconf("SC_CLK_TCK")
-        end = _cpu_ticks()
-        ours = _descendants(os.getpid())
-        used: dict[str, float] = {}
-        for pid, (command, ticks) in end.items():
-            if pid in ours:
-                continue
-            before = self._start.get(pid, (command, 0))  # started since: all of it
-            seconds = (ticks - before[1]) / hz
-            if seconds > 0:
-                used[command] = used.get(command, 0.0) + seconds
+        used = {command: ticks / hz for command, ticks in self._used.items()}
         wall = time.monotonic() - self._started
         busiest = sorted(used.items(), key=lambda kv: -kv[1])[:5]
         total = sum(used.values())
+        share = total / (wall * (os.cpu_count() or 1)) if wall else 0.0
         return {
             "wall_seconds": round(wall, 1),
             "other_processes_cpu_seconds": round(total, 1),
-            "other_processes_share_of_machine": round(total / (wall * (os.cpu_count() or 1)), 3)
-            if wall
-            else 0.0,
+            "other_processes_share_of_machine": round(share, 3),
             "busiest_other_processes": {k: round(v, 1) for k, v in busiest},
             "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
         }

@@ -49,7 +49,9 @@ LABELS = {
 PER_SERVICE_ID = "per-service-sync"
 
 
-def run_variant(name: str, nodes: int, services: int, resyncs: int, timeout: float) -> Any:
+def run_variant(
+    name: str, nodes: int, services: int, resyncs: int, timeout: float, profile: bool = False
+) -> Any:
     # Imported here: the parent process only orchestrates.
     from lbhc.gce.client import GceClient
     from tests.bench.baselines import PerServiceSync
@@ -85,6 +87,7 @@ def run_variant(name: str, nodes: int, services: int, resyncs: int, timeout: flo
             "first_plan_seconds": ctl.since_start(ctl.first_plan_at),
             "cpu_seconds": round(cold_cpu, 2),
             "passes": ctl.passes(),
+            "pass_log": ctl.passes_summary(),
             "attached": world.attached(),
             "changes_planned": len(first_plan.changes) if first_plan else None,
             "gce_calls": calls["by_method"],
@@ -97,6 +100,7 @@ def run_variant(name: str, nodes: int, services: int, resyncs: int, timeout: flo
         if not variant["steady"]:
             ctl.stop()
             return figures
+        profiler = _profile_passes(ctl.app.controller) if profile else None
         runs = []
         for _ in range(resyncs):
             ctl.wait_idle(timeout)
@@ -117,6 +121,9 @@ def run_variant(name: str, nodes: int, services: int, resyncs: int, timeout: flo
                     "changes": len(last.changes) if last else None,
                 }
             )
+        if profiler is not None:
+            _print_profile(profiler)
+            figures["profiled"] = True  # the resync CPU figures include cProfile's overhead
         services_seen = ctl.app.cache.snapshot().services if ctl.app.cache else ()
         pools_total = len(world.cluster_pools) + len(world.info["local_pools"])
         ctl.stop()
@@ -156,6 +163,33 @@ def run_variant(name: str, nodes: int, services: int, resyncs: int, timeout: flo
         "peak_rss_mb": peak_rss_mb(),
     }
     return figures
+
+
+def _profile_passes(controller: Any) -> Any:
+    """cProfile around every later pass, in the controller's thread (diagnosis only)."""
+    import cProfile
+
+    profiler = cProfile.Profile()
+    reconcile = controller.reconcile
+
+    def profiled(reasons: list[str]) -> Any:
+        profiler.enable()
+        try:
+            return reconcile(reasons)
+        finally:
+            profiler.disable()
+
+    controller.reconcile = profiled
+    return profiler
+
+
+def _print_profile(profiler: Any, top: int = 30) -> None:
+    import io
+    import pstats
+
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(top)
+    print(text.getvalue(), flush=True)
 
 
 def _ratio(theirs: float, ours: float) -> float | None:
@@ -245,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", default=",".join(VARIANTS), help=f"comma list of {', '.join(VARIANTS)}"
     )
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the resyncs' CPU goes (cProfile; inflates their CPU figures)",
+    )
     parser.add_argument("--variant", help=argparse.SUPPRESS)  # one variant, in this process
     parser.add_argument(
         "--in-process",
@@ -254,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     add_output_args(parser)
     args = parser.parse_args(argv)
     if args.variant:
-        figures = run_variant(args.variant, args.nodes, args.services, args.resyncs, args.timeout)
+        figures = run_variant(
+            args.variant, args.nodes, args.services, args.resyncs, args.timeout, args.profile
+        )
         assert args.json is not None
         args.json.write_text(json.dumps(figures))
         return 0
@@ -268,14 +309,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scale_bench: variant {name} ...", flush=True)
             started = time.monotonic()
             if args.in_process:
-                sizes = (args.nodes, args.services, args.resyncs, args.timeout)
+                sizes = (args.nodes, args.services, args.resyncs, args.timeout, args.profile)
                 out.write_text(json.dumps(run_variant(name, *sizes)))
             else:
                 subprocess.run(
                     [sys.executable, "-m", "tests.bench.scale_bench", "--variant", name,
                      "--nodes", str(args.nodes), "--services", str(args.services),
                      "--resyncs", str(args.resyncs), "--timeout", str(args.timeout),
-                     "--json", str(out)],
+                     "--json", str(out), *(["--profile"] if args.profile else [])],
                     check=True, cwd=ROOT, env=child_env(),
                 )  # fmt: skip
             figures = json.loads(out.read_text())
