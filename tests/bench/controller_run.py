@@ -1,6 +1,7 @@
 """The real controller (`lbhc run`'s ControllerApp) in a thread of the benchmark process,
 pointed at a FakeWorld, with what the benchmarks read off it: passes completed (from its
-own metrics), and when its caches synced and its first plan was made."""
+own metrics), each pass's timing and plan, when its caches synced and when its first GCE
+read returned."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import threading
 import time
 from typing import Any
 
+import lbhc.controller.app as app_module
 from lbhc.controller.app import ControllerApp, RunOptions
+from lbhc.controller.cache import ClusterCache
+from lbhc.controller.controller import Controller
+from lbhc.model.plan import Plan
 from tests.bench.world import FakeWorld, settings
 
 IDENTITY = "lbhc-bench"
@@ -47,65 +52,72 @@ class BenchController:
         )
         self.app: ControllerApp | None = None
         self._thread: threading.Thread | None = None
-        self._watcher: threading.Thread | None = None
-        self._done = threading.Event()
         self.started_at = 0.0
-        self.synced_at: float | None = None
-        self.first_plan_at: float | None = None
-        self._instrumented = False
+        self.synced_at: float | None = None  # every planning cache listed at least once
+        self.first_gce_read_at: float | None = None  # the first GCE read returned
         self.in_pass = False
         self.pass_log: list[dict[str, Any]] = []  # every pass: start, end, thread CPU, reasons
 
-    def _instrument(self, controller: Any) -> None:
-        """Wrap the controller's reconcile to see when a pass runs (measurement only)."""
-        reconcile = controller.reconcile
-
-        def timed(reasons: list[str]) -> Any:
-            self.in_pass = True
-            start, cpu = time.monotonic(), time.thread_time()
-            plan = None
-            try:
-                plan = reconcile(reasons)
-                return plan
-            finally:
-                self.pass_log.append(
-                    {
-                        "start": start,
-                        "end": time.monotonic(),
-                        "thread_cpu": time.thread_time() - cpu,
-                        "reasons": reasons[:3],
-                        "changes": len(plan.changes) if plan is not None else None,
-                        "withheld": len(plan.withheld) if plan is not None else None,
-                        "warnings": list(plan.warnings)[:3] if plan is not None else [],
-                    }
-                )
-                self.in_pass = False
-
-        controller.reconcile = timed
-        self._instrumented = True
-
     def start(self) -> ControllerApp:
-        """Builds and runs the app; `started_at` is taken before it is built."""
+        """Builds and runs the app; `started_at` is taken before it is built. The app's
+        controller and cache are built from instrumented subclasses (measurement only: each
+        stamps when something happened, nothing else changes), so no moment is judged by
+        polling a thread that a pass holding the GIL can starve."""
         self.started_at = time.monotonic()
         self.app = ControllerApp(self.settings, self.options)
+        read_snapshot = self.app.gce.read_snapshot
+
+        def timed_read(name: str) -> Any:
+            try:
+                return read_snapshot(name)
+            finally:
+                if self.first_gce_read_at is None:
+                    self.first_gce_read_at = time.monotonic()
+
+        self.app.gce.read_snapshot = timed_read  # type: ignore[method-assign]
+        app_module.Controller = self._controller_class()  # type: ignore[misc]
+        app_module.ClusterCache = self._cache_class()  # type: ignore[misc]
         self._thread = threading.Thread(target=self.app.run, name="bench-controller", daemon=True)
         self._thread.start()
-        self._watcher = threading.Thread(target=self._watch, name="bench-milestones", daemon=True)
-        self._watcher.start()
         return self.app
 
-    def _watch(self) -> None:
-        app = self.app
-        assert app is not None
-        while not self._done.is_set() and (self.synced_at is None or self.first_plan_at is None):
-            now = time.monotonic()
-            if app.controller is not None and not self._instrumented:
-                self._instrument(app.controller)
-            if self.synced_at is None and app.cache is not None and app.cache.synced():
-                self.synced_at = now
-            if self.first_plan_at is None and app.controller and app.controller.last_plan:
-                self.first_plan_at = now
-            time.sleep(0.005)
+    def _controller_class(self) -> type[Controller]:
+        bench = self
+
+        class TimedController(Controller):
+            def reconcile(self, reasons: list[str]) -> Plan | None:
+                bench.in_pass = True
+                start, cpu = time.monotonic(), time.thread_time()
+                plan = None
+                try:
+                    plan = super().reconcile(reasons)
+                    return plan
+                finally:
+                    bench.pass_log.append(
+                        {
+                            "start": start,
+                            "end": time.monotonic(),
+                            "thread_cpu": time.thread_time() - cpu,
+                            "reasons": reasons[:3],
+                            "changes": len(plan.changes) if plan is not None else None,
+                            "warnings": list(plan.warnings)[:3] if plan is not None else [],
+                        }
+                    )
+                    bench.in_pass = False
+
+        return TimedController
+
+    def _cache_class(self) -> type[ClusterCache]:
+        bench = self
+
+        class StampedCache(ClusterCache):
+            def replace(self, resource: Any, objects: Any) -> bool:
+                changed = super().replace(resource, objects)
+                if bench.synced_at is None and self.synced():
+                    bench.synced_at = time.monotonic()
+                return changed
+
+        return StampedCache
 
     def passes(self) -> int:
         """Reconcile passes finished, whatever their result."""
@@ -128,15 +140,23 @@ class BenchController:
         return time.monotonic()
 
     def wait_idle(self, timeout: float, quiet: float = 0.3) -> None:
-        """Until no pass runs and none is pending, for `quiet` seconds on end."""
+        """Until no pass runs and none is pending, seen so on every look for `quiet` seconds
+        with no pass starting in between. Judged on observations only: a pass holding the
+        GIL can keep this thread from looking at all for longer than `quiet`."""
         assert self.app is not None
         trigger = self.app.trigger
         deadline = time.monotonic() + timeout
-        calm_since = time.monotonic()
-        while time.monotonic() - calm_since < quiet:
-            if self.in_pass or trigger._pending:  # bench instrumentation reads the queue
-                calm_since = time.monotonic()
-            if time.monotonic() > deadline:
+        calm: tuple[float, int] | None = None  # (since, passes logged then)
+        while True:
+            now = time.monotonic()
+            busy = self.in_pass or bool(trigger._pending)  # bench instrumentation reads it
+            if busy or (calm is not None and len(self.pass_log) != calm[1]):
+                calm = None
+            elif calm is None:
+                calm = (now, len(self.pass_log))
+            elif now - calm[0] >= quiet:
+                return
+            if now > deadline:
                 raise TimeoutError(f"the controller was still busy after {timeout:.0f} s")
             time.sleep(0.005)
 
@@ -165,10 +185,9 @@ class BenchController:
         ]
 
     def stop(self) -> None:
-        self._done.set()
         if self.app is not None:
             self.app.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        if self._watcher is not None:
-            self._watcher.join(timeout=5)
+        app_module.Controller = Controller  # type: ignore[misc]
+        app_module.ClusterCache = ClusterCache  # type: ignore[misc]
