@@ -58,12 +58,15 @@ class KubeProxyServer:
         self._requests = 0
         self._lock = threading.Lock()
         self._server = LoopbackServer(self._dispatch, f"{name}-health", host, port)
+        self._port: int | None = None
 
     @property
     def port(self) -> int:
-        port = urlsplit(self._server.url).port
-        assert port is not None  # the URL of a bound server always has one
-        return port
+        """The bound port; kept after stop, so a lookup racing a restart gets an address that
+        refuses (as a node whose kube-proxy restarts does) rather than an error."""
+        if self._port is None:
+            raise RuntimeError("the kube-proxy server was never started")
+        return self._port
 
     @property
     def endpoint(self) -> tuple[str, int]:
@@ -95,6 +98,9 @@ class KubeProxyServer:
 
     def start(self) -> Self:
         self._server.start()
+        port = urlsplit(self._server.url).port
+        assert port is not None  # the URL of a bound server always has one
+        self._port = port
         return self
 
     def stop(self) -> None:
