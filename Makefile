@@ -35,7 +35,7 @@ test: lint typecheck iac unit
 clean:
 	rm -rf $(VENV) .venv-checkov .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
-.PHONY: try bench demo
+.PHONY: try bench demo chaos
 # The real controller against a local sandbox, through a scale-down scenario (~20 s).
 demo: $(STAMP)
 	$(BIN)/lbhc demo
@@ -55,3 +55,11 @@ try: $(STAMP)
 BENCH_JSON ?= bench-results.json
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run_all --json $(BENCH_JSON) $(if $(wildcard $(BENCH_JSON)),--compare $(BENCH_JSON))
+
+# Issue 8's reliability suites at full size (kill -9 trials, soak, fault classes), figures
+# into chaos-results.jsonl for docs/reliability.md. make test runs their short seeded versions.
+CHAOS_JSON ?= chaos-results.jsonl
+chaos: $(STAMP)
+	rm -f $(CHAOS_JSON)
+	LBHC_CHAOS_REPORT=$(abspath $(CHAOS_JSON)) $(BIN)/python -m pytest -q --chaos tests/chaos
+	$(BIN)/python -m tests.chaos.report $(CHAOS_JSON)

@@ -68,6 +68,32 @@ class ComputeEnv:
         return list(self.fake.target_pools(PROJECT, REGION)[name].get("healthChecks", []))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--chaos",
+        action="store_true",
+        help="run the long reliability runs (tests marked chaos) at full size: make chaos",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `chaos` are the long runs of `make chaos`; `make test` runs each
+    reliability suite's short seeded version instead (see the `chaos_scale` fixture)."""
+    if config.getoption("--chaos"):
+        return
+    skip = pytest.mark.skip(reason="long reliability run: make chaos (pytest --chaos)")
+    for item in items:
+        if item.get_closest_marker("chaos") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def chaos_scale(request: pytest.FixtureRequest) -> str:
+    """ "full" under --chaos (make chaos), "short" otherwise (make test): a reliability test
+    picks its trial counts and durations from this, never from a timer."""
+    return "full" if request.config.getoption("--chaos") else "short"
+
+
 @pytest.fixture
 def compute() -> Iterator[ComputeEnv]:
     fake = ComputeFake()

@@ -1,0 +1,33 @@
+"""The figures pipeline behind docs/reliability.md: record -> JSON lines -> markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.chaos import report
+from tests.chaos.record import record
+
+
+def test_records_go_to_the_report_file_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LBHC_CHAOS_REPORT", raising=False)
+    record("kill-9", "ignored", trials=1)  # no file named: nothing written anywhere
+    out = tmp_path / "chaos.jsonl"
+    monkeypatch.setenv("LBHC_CHAOS_REPORT", str(out))
+    record("kill-9", "apply", trials=50, leaked=0, converge_s=[1.5, 2.0])
+    record("kill-9", "apply-3-replicas", trials=10, leaked=0)
+    sections = report.load(out)
+    assert [r["case"] for r in sections["kill-9"]] == ["apply", "apply-3-replicas"]
+    table = report.markdown(sections)
+    assert "| apply | [1.5, 2.0] | 0 | 50 |" in table
+    assert "| apply-3-replicas |  | 0 | 10 |" in table
+
+
+def test_a_bad_line_names_the_file_and_line(tmp_path: Path) -> None:
+    out = tmp_path / "chaos.jsonl"
+    out.write_text('{"section": "a", "case": "b"}\nnot json\n')
+    with pytest.raises(SystemExit, match=r"chaos.jsonl:2: not a JSON line"):
+        report.load(out)
