@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from . import operations, routes
+from . import fieldmask, operations, routes
 from .errors import ComputeError
 from .journal import JournalEntry
 from .resources.common import Request, Response
@@ -42,11 +42,17 @@ def handle(
     )
     mutating = route.mutating if route else method in routes.MUTATING_METHODS
     arrived = store.clock()
+    mask = fieldmask.requested(params, lowered)
     try:
+        selection = fieldmask.parse(mask) if mask is not None else None
         status, payload = _serve(store, method, path, params, raw, route, path_params, path_known)
         lost = store.faults.check_response(method, path) if status < 400 else None
         if lost is not None:
             raise lost
+        if selection is not None and status < 400:
+            kind = fieldmask.KINDS.get(route.resource) if route else None
+            fieldmask.check(selection, payload, kind)
+            payload = fieldmask.apply(selection, payload)
     except ComputeError as exc:
         status, payload = exc.code, exc.body()
     except Exception as exc:  # a fake bug or a failing health_source: answer, don't drop the socket
@@ -62,6 +68,7 @@ def handle(
         mutating=mutating,
         user_agent=lowered.get("user-agent", ""),
         client_id=lowered.get("x-lbhc-client-id", ""),
+        field_mask=mask or "",
     )
     with store.lock:
         store.journal.append(entry)

@@ -17,3 +17,4 @@ class JournalEntry:
     mutating: bool
     user_agent: str
     client_id: str  # header "x-lbhc-client-id", "" when absent
+    field_mask: str = ""  # the partial response asked for (`fields` or X-Goog-FieldMask)
