@@ -77,7 +77,6 @@ def target_pool_from_proto(pool: Any) -> TargetPool:
         region=pool.region,
         description=pool.description,
         health_checks=tuple(pool.health_checks),
-        instances=tuple(pool.instances),
         self_link=pool.self_link,
     )
 

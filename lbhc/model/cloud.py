@@ -81,7 +81,6 @@ class TargetPool:
     region: str = ""
     description: str = ""
     health_checks: tuple[str, ...] = ()
-    instances: tuple[str, ...] = ()
     self_link: str = ""
 
 

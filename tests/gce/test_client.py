@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 from google.api_core import exceptions as core
 
+from lbhc.gce.client import POOL_FIELDS, RULE_FIELDS
 from lbhc.gce.errors import GceOperationError, ReadOnlyViolation, is_in_use
-from lbhc.model.cloud import http_health_check_url
+from lbhc.model.cloud import COMPUTE_URL_PREFIX, http_health_check_url
 from tests.builders import PROJECT, REGION, our_check, our_firewall, service
 from tests.conftest import ComputeEnv
 
 CHECK_PATH = "/global/httpHealthChecks"
+COMPUTE = f"{COMPUTE_URL_PREFIX}projects/{PROJECT}/"
 
 
 def mutations(env: ComputeEnv) -> list[tuple[str, str]]:
@@ -133,6 +135,33 @@ def test_lists_every_page(compute: ComputeEnv) -> None:
     pages = [e for e in compute.fake.journal if e.path.endswith("/targetPools")]
     assert len(pages) == 3
     assert all(e.query.get("maxResults") == "500" for e in pages)
+
+
+def test_region_lists_ask_for_partial_responses_without_instance_lists(
+    compute: ComputeEnv,
+) -> None:
+    svc = service("web")
+    name = compute.add_service_pool(svc, health_checks=(http_health_check_url(PROJECT, "hc"),))
+    compute.fake.add_target_pool(
+        PROJECT,
+        REGION,
+        "big",
+        instances=[f"{COMPUTE}zones/{REGION}-a/instances/node-{i}" for i in range(100)],
+    )
+    snapshot = compute.client().read_snapshot("k8s-l4-healthcheck-x")
+    pool = next(p for p in snapshot.target_pools if p.name == name)
+    rule = next(r for r in snapshot.forwarding_rules if r.name == name)
+    seeded = compute.fake.target_pools(PROJECT, REGION)[name]
+    assert (pool.description, pool.health_checks, pool.region, pool.self_link) == (
+        seeded["description"],
+        (http_health_check_url(PROJECT, "hc"),),
+        seeded["region"],
+        seeded["selfLink"],
+    )
+    assert (rule.description, rule.target) == (seeded["description"], seeded["selfLink"])
+    masks = {e.path.rsplit("/", 1)[-1]: e.field_mask for e in compute.fake.journal}
+    assert masks["targetPools"] == POOL_FIELDS and "instances" not in POOL_FIELDS
+    assert masks["forwardingRules"] == RULE_FIELDS
 
 
 def test_snapshot_marks_a_failed_list_as_a_gap(compute: ComputeEnv) -> None:
