@@ -136,9 +136,18 @@ class ControllerApp:
     def ready(self) -> tuple[bool, str]:
         if self.cache is None or not self.cache.synced():
             return False, "caches not synced"
-        if self.controller is not None and self.controller.gce_ok is False:
+        if self.controller is None:
+            return False, "starting"
+        if self.controller.gce_ok is False:
             return False, "GCE not reachable"
+        if self.controller.gce_ok is None and self._reads_gce():
+            # Ready means "has planned": a leader is not ready before its first GCE read.
+            return False, "first GCE read pending"
         return True, "ok"
+
+    def _reads_gce(self) -> bool:
+        """Followers never read GCE; their readiness is their caches'."""
+        return self.options.dry_run or self.elector is None or self.elector.may_write()
 
     def _last_plan(self) -> dict[str, Any] | None:
         plan = self.controller.last_plan if self.controller else None

@@ -39,6 +39,10 @@ class ClusterCache:
         self._stores = {resource: _Store() for resource in resources}
         self._kube_system_uid = kube_system_uid
 
+    @property
+    def kube_system_uid(self) -> str | None:
+        return self._kube_system_uid
+
     def replace(self, resource: Resource, objects: Iterable[Obj]) -> bool:
         """A full list: the store becomes exactly these objects. True if anything changed."""
         fresh = {object_key(o): o for o in objects}

@@ -27,7 +27,7 @@ from lbhc.model.plan import Action, Kind, Plan
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.kube_proxy import nodes_to_probe
 from lbhc.planner.planner import plan as make_plan
-from lbhc.planner.planner import shared_name
+from lbhc.planner.planner import shared_name_for
 from lbhc.planner.pools import carries
 from lbhc.planner.status import StatusReport, assess
 from lbhc.probe.prober import NodeProber
@@ -97,6 +97,10 @@ class Controller:
             reasons = self._trigger.wait(min(timeout, 1.0), self._options.coalesce_sec)
             if stop.is_set():
                 return
+            if not self._cache.synced():
+                # WaitForCacheSync: a pass over a partial cache withholds every removal and
+                # attaches nothing, yet reads all of GCE. The last list to land fires again.
+                continue
             if not reasons and time.monotonic() < next_resync:
                 continue
             if not reasons:
@@ -122,16 +126,18 @@ class Controller:
             log.debug("not the leader; skipping pass (%s)", reasons[0])
             return None
         started = time.monotonic()
-        cluster = self._cache.snapshot()
-        if self._prober is not None:
-            cluster = self._with_probes(cluster, self._prober)
-        _, name = shared_name(cluster, self._config)
+        _, name = shared_name_for(self._cache.kube_system_uid, self._config)
         try:
             cloud = self._gce.read_snapshot(name)
         except Exception:
             self.gce_ok = False
             raise
         self.gce_ok = True
+        # The cluster after the cloud: a GCE read can take seconds at scale, and the plan
+        # should act on the newest view of the cluster, not one as old as the read.
+        cluster = self._cache.snapshot()
+        if self._prober is not None:
+            cluster = self._with_probes(cluster, self._prober)
         the_plan = make_plan(cluster, cloud, self._config)
         self.last_plan = the_plan
         self.passes += 1

@@ -34,10 +34,14 @@ class PlanningError(ValueError):
 
 
 def resolve_cluster_id(cluster: ClusterSnapshot, config: PlannerConfig) -> str:
+    return cluster_id_for(cluster.kube_system_uid, config)
+
+
+def cluster_id_for(kube_system_uid: str | None, config: PlannerConfig) -> str:
     if config.cluster_id:
         return config.cluster_id
-    if cluster.kube_system_uid:
-        return cluster_id_from_uid(cluster.kube_system_uid)
+    if kube_system_uid:
+        return cluster_id_from_uid(kube_system_uid)
     raise PlanningError(
         "cluster id unknown: set --cluster-id (LBHC_CLUSTER_ID), or include the kube-system "
         "Namespace in the cluster snapshot (kubectl get namespace kube-system -o json)"
@@ -45,7 +49,12 @@ def resolve_cluster_id(cluster: ClusterSnapshot, config: PlannerConfig) -> str:
 
 
 def shared_name(cluster: ClusterSnapshot, config: PlannerConfig) -> tuple[str, str]:
-    cluster_id = resolve_cluster_id(cluster, config)
+    return shared_name_for(cluster.kube_system_uid, config)
+
+
+def shared_name_for(kube_system_uid: str | None, config: PlannerConfig) -> tuple[str, str]:
+    """(cluster id, the shared check's and firewall's name)."""
+    cluster_id = cluster_id_for(kube_system_uid, config)
     name = shared_resource_name(config.base_name, cluster_id)
     if not is_valid_gce_name(name):
         raise PlanningError(

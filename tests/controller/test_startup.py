@@ -1,0 +1,52 @@
+"""Start-up order: no pass (and so no GCE read) before the planning caches have synced, as
+informers' WaitForCacheSync; and a replica that reads GCE is ready only once it has."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+from tests.controller.harness import World, wait_for, world
+
+
+def readyz(app_url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"{app_url}/readyz", timeout=5) as response:
+            return response.status, response.read().decode().strip()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode().strip()
+
+
+def failed_pod_lists(w: World) -> int:
+    return sum(1 for e in w.kube.journal if e.path.endswith("/pods") and e.status >= 500)
+
+
+def test_no_gce_read_before_the_caches_have_synced() -> None:
+    with world() as w:
+        pool = w.add_service("web")
+        w.kube.faults.fail_requests(times=3, status=500, path_contains="/pods")
+        app = w.start()
+        # The reflector retries with backoff; by its third failure the other lists have
+        # long landed, so a pass that did not wait would have read GCE by now.
+        wait_for(lambda: failed_pod_lists(w) >= 3, timeout=20, what="three failed pod lists")
+        assert app.cache is not None and not app.cache.synced()
+        assert w.compute.journal == [], "GCE was read before the caches had synced"
+        wait_for(lambda: w.attached(pool), timeout=20, what="convergence once pods list")
+        reads = [e for e in w.compute.journal if e.path.endswith("/targetPools")]
+        assert len(reads) == 1, "one pass after the sync, not one per store"
+
+
+def test_ready_only_after_the_first_gce_read() -> None:
+    with world() as w:
+        pool = w.add_service("web")
+        w.compute.faults.latency(1.5)  # every GCE request is slow: the first read takes a while
+        app = w.start()
+        url = wait_for(lambda: app.http and app.http.url, what="the HTTP server")
+        assert wait_for(
+            lambda: readyz(url) == (503, "first GCE read pending"),
+            timeout=20,
+            what="synced caches, GCE read still under way",
+        )
+        w.compute.faults.latency(0)
+        wait_for(lambda: readyz(url) == (200, "ok"), timeout=20, what="ready after the read")
+        wait_for(lambda: w.attached(pool), timeout=20, what="convergence")
