@@ -1,12 +1,17 @@
-"""Fault injection: failing requests, failing operations, rate limiting and latency.
+"""Fault injection: failing requests, failing operations, stalled operations, rate limiting,
+latency (global or for one request), and actions run as a request arrives.
 
 Every fault that takes `times` counts down and then stops. Faults keep their own lock and never
-call back into the store, so checking them while the store lock is held cannot deadlock.
+call back into the store, so checking them while the store lock is held cannot deadlock; the
+sleeps and actions run with no lock held, so a slow request never stalls the others.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,9 +27,7 @@ class _RequestRule:
     after_apply: bool = False
 
     def matches(self, method: str, path: str) -> bool:
-        if self.method is not None and self.method != method:
-            return False
-        return self.path_contains is None or self.path_contains in path
+        return _matches(self.method, self.path_contains, method, path)
 
 
 @dataclass
@@ -32,6 +35,42 @@ class _OperationRule:
     remaining: int
     error: ComputeError
     operation_type: str | None
+
+
+@dataclass
+class _StallRule:
+    remaining: int
+    seconds: float
+    operation_type: str | None
+
+
+@dataclass
+class _SlowRule:
+    remaining: int
+    seconds: float
+    method: str | None
+    path_contains: str | None
+    after_apply: bool
+
+    def matches(self, method: str, path: str) -> bool:
+        return _matches(self.method, self.path_contains, method, path)
+
+
+@dataclass
+class _Action:
+    remaining: int
+    run: Callable[[], None]
+    method: str | None
+    path_contains: str | None
+
+    def matches(self, method: str, path: str) -> bool:
+        return _matches(self.method, self.path_contains, method, path)
+
+
+def _matches(want_method: str | None, want_path: str | None, method: str, path: str) -> bool:
+    if want_method is not None and want_method != method:
+        return False
+    return want_path is None or want_path in path
 
 
 @dataclass
@@ -53,6 +92,10 @@ class Faults:
         self._operations: list[_OperationRule] = []
         self._bucket: _Bucket | None = None
         self._latency = 0.0
+        self._stalls: list[_StallRule] = []
+        self._slow: list[_SlowRule] = []
+        self._actions: list[_Action] = []
+        self._injected: Counter[str] = Counter()
 
     def fail_requests(
         self,
@@ -111,6 +154,56 @@ class Faults:
                 return
             self._bucket = _Bucket(per_second, burst, mutating_only, float(burst), self._clock())
 
+    def stall_operations(
+        self, times: int = 1, seconds: float = math.inf, operation_type: str | None = None
+    ) -> None:
+        """Keep the next `times` matching operations RUNNING `seconds` longer than the
+        operation latency (for ever by default): a stuck backend. The effect, if any, is
+        applied when the stall ends; `wait` keeps answering RUNNING until then."""
+        if seconds < 0:
+            raise ValueError("seconds must be >= 0")
+        with self._lock:
+            self._stalls.append(_StallRule(times, seconds, operation_type))
+
+    def slow_requests(
+        self,
+        seconds: float,
+        times: int = 1,
+        method: str | None = None,
+        path_contains: str | None = None,
+        after_apply: bool = False,
+    ) -> None:
+        """Hold the next `times` matching requests `seconds` of real time: before serving them
+        (the request is late), or with `after_apply=True` after serving them, before the
+        answer (the mutation landed; a client whose timeout is shorter never hears of it)."""
+        rule = _SlowRule(
+            times, seconds, method.upper() if method else None, path_contains, after_apply
+        )
+        with self._lock:
+            self._slow.append(rule)
+
+    def on_request(
+        self,
+        action: Callable[[], None],
+        times: int = 1,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> None:
+        """Run `action()` when a matching request arrives, before it is served: something
+        else changes the world at that instant (a pool deleted just as it is attached).
+        It runs on the serving thread with no lock held, so it may call the fake."""
+        with self._lock:
+            self._actions.append(
+                _Action(times, action, method.upper() if method else None, path_contains)
+            )
+
+    def injected(self) -> dict[str, int]:
+        """How many faults of each kind took effect so far (kept across `clear`):
+        request_error, lost_response, rate_limited, operation_error, operation_stall,
+        slow_request, slow_response, action."""
+        with self._lock:
+            return {kind: count for kind, count in self._injected.items() if count}
+
     def latency(self, seconds: float) -> None:
         """Extra real-time latency added to every request (0 switches it off)."""
         with self._lock:
@@ -122,6 +215,9 @@ class Faults:
             self._operations.clear()
             self._bucket = None
             self._latency = 0.0
+            self._stalls.clear()
+            self._slow.clear()
+            self._actions.clear()
 
     # -- used by the fake --------------------------------------------------------------------
 
@@ -130,16 +226,38 @@ class Faults:
             return self._latency
 
     def check_request(self, method: str, path: str, mutating: bool) -> ComputeError | None:
-        """The error to answer instead of serving this request, consuming one fault."""
+        """The error to answer instead of serving this request, consuming one fault; first
+        runs any action due for it and holds a slow request (both with no lock held)."""
+        with self._lock:
+            actions = self._take_matching(self._actions, method, path)
+            self._injected["action"] += len(actions)
+        for action in actions:
+            action.run()
         with self._lock:
             if self._rate_limited(mutating):
+                self._injected["rate_limited"] += 1
                 return fault(403, "rateLimitExceeded")
-            return self._take(method, path, after_apply=False)
+            error = self._take(method, path, after_apply=False)
+            if error is not None:
+                self._injected["request_error"] += 1
+                return error
+            delay = self._take_delay(method, path, after_apply=False)
+        if delay:
+            time.sleep(delay)
+        return None
 
     def check_response(self, method: str, path: str) -> ComputeError | None:
-        """The error to answer after serving this request (a lost response), if any."""
+        """The error to answer after serving this request (a lost response), if any; or
+        hold a slow answer first."""
         with self._lock:
-            return self._take(method, path, after_apply=True)
+            error = self._take(method, path, after_apply=True)
+            if error is not None:
+                self._injected["lost_response"] += 1
+                return error
+            delay = self._take_delay(method, path, after_apply=True)
+        if delay:
+            time.sleep(delay)
+        return None
 
     def _take(self, method: str, path: str, *, after_apply: bool) -> ComputeError | None:
         for rule in self._requests:
@@ -153,13 +271,43 @@ class Faults:
         self._requests = [r for r in self._requests if r.remaining > 0]
         return None
 
+    def _take_delay(self, method: str, path: str, *, after_apply: bool) -> float:
+        for rule in self._slow:
+            if (
+                rule.remaining > 0
+                and rule.after_apply == after_apply
+                and rule.matches(method, path)
+            ):
+                rule.remaining -= 1
+                self._injected["slow_response" if after_apply else "slow_request"] += 1
+                return rule.seconds
+        return 0.0
+
+    @staticmethod
+    def _take_matching(actions: list[_Action], method: str, path: str) -> list[_Action]:
+        due = [a for a in actions if a.remaining > 0 and a.matches(method, path)]
+        for action in due:
+            action.remaining -= 1
+        return due
+
     def take_operation_failure(self, operation_type: str) -> ComputeError | None:
         with self._lock:
             for rule in self._operations:
                 if rule.remaining > 0 and rule.operation_type in (None, operation_type):
                     rule.remaining -= 1
+                    self._injected["operation_error"] += 1
                     return rule.error
             return None
+
+    def take_operation_stall(self, operation_type: str) -> float:
+        """Extra seconds the new operation stays RUNNING (0: none)."""
+        with self._lock:
+            for rule in self._stalls:
+                if rule.remaining > 0 and rule.operation_type in (None, operation_type):
+                    rule.remaining -= 1
+                    self._injected["operation_stall"] += 1
+                    return rule.seconds
+            return 0.0
 
     def _rate_limited(self, mutating: bool) -> bool:
         bucket = self._bucket

@@ -1,4 +1,5 @@
 """Operation lifecycle: PENDING -> RUNNING -> DONE over the latency, effect applied at DONE.
+An injected stall keeps an operation RUNNING that much longer (for ever when infinite).
 
 Operations advance lazily: whoever touches the store first calls `advance`, which completes every
 operation whose due time has passed, in due order. No background thread is needed and an injected
@@ -32,13 +33,14 @@ class OpRecord:
     apply: Callable[[], None] | None
     release: Callable[[], None] | None  # undoes reservations when the op fails
     failure: ComputeError | None  # injected failure; replaces the effect
+    stall: float = 0.0  # injected: seconds RUNNING beyond the latency (inf: never DONE)
     done: bool = False
     error: ComputeError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def due(self) -> float:
-        return self.created + self.latency
+        return self.created + self.latency + self.stall
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -84,6 +86,7 @@ def create(
         apply=apply,
         release=release,
         failure=store.faults.take_operation_failure(operation_type),
+        stall=store.faults.take_operation_stall(operation_type),
     )
     store.operations[op.key] = op
     store.pending.append(op)
