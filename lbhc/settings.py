@@ -3,12 +3,15 @@ order of precedence, validated once with errors that name the setting and what i
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -31,6 +34,27 @@ from lbhc.planner.versions import parse_version
 _CLUSTER_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
 _BASE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
 _LABEL_SELECTOR = re.compile(r"^[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*$")
+# GCE names: networks and network tags (RFC 1035 labels, at most 63 characters).
+_GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+_NETWORK_PATH = re.compile(
+    r"(^|/)projects/[^/\s]+/global/networks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+)
+# Project ids (also domain-scoped, example.com:proj) and regions: no spaces or slashes, so a
+# value can never change which URL a request goes to.
+_PROJECT = re.compile(r"^[a-z0-9][-a-z0-9.:]*$")
+_REGION = re.compile(r"^[a-z0-9][-a-z0-9]*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# A Kubernetes qualified name (annotation keys, loadBalancerClass): [prefix/]name.
+_QUALIFIED_NAME = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_CONTROL_OR_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")
+# The settings that are also flags (the rest: LBHC_* env or --config only).
+FLAG_SETTINGS = frozenset(
+    {"project", "region", "network", "node_tags", "cluster_id", "gce_endpoint", "kubeconfig"}
+    | {"context"}
+)
 
 CommaList = Annotated[list[str], NoDecode]
 
@@ -43,17 +67,17 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LBHC_", extra="forbid", yaml_file=None)
 
     # GCE
-    project: str = Field(min_length=1)
-    region: str = Field(min_length=1)
+    project: str
+    region: str
     network: str = "default"
-    node_tags: CommaList = Field(min_length=1)
+    node_tags: CommaList
     gce_endpoint: str = DEFAULT_ENDPOINT
-    gce_mutations_per_second: float = Field(default=10.0, gt=0)
-    gce_reads_per_second: float = Field(default=50.0, gt=0)
+    gce_mutations_per_second: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    gce_reads_per_second: float = Field(default=50.0, gt=0, allow_inf_nan=False)
     gce_max_attempts: int = Field(default=6, ge=1, le=20)
-    gce_backoff_initial_sec: float = Field(default=1.0, gt=0)
-    gce_backoff_max_sec: float = Field(default=30.0, gt=0)
-    gce_operation_timeout_sec: float = Field(default=600.0, gt=0)
+    gce_backoff_initial_sec: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    gce_backoff_max_sec: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    gce_operation_timeout_sec: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     max_concurrent_pool_calls: int = Field(default=8, ge=1, le=64)
 
     # The shared resources
@@ -81,8 +105,8 @@ class Settings(BaseSettings):
     readiness_policy: ReadinessPolicy = ReadinessPolicy.AUDIT
     readiness_selector: str = "k8s-app=kube-proxy"
     probe_kube_proxy: bool = False
-    probe_interval_sec: float = Field(default=60.0, ge=1, le=3600)
-    probe_timeout_sec: float = Field(default=2.0, gt=0, le=30)
+    probe_interval_sec: float = Field(default=60.0, ge=1, le=3600, allow_inf_nan=False)
+    probe_timeout_sec: float = Field(default=2.0, gt=0, le=30, allow_inf_nan=False)
 
     # Kubernetes
     kubeconfig: str | None = None
@@ -104,6 +128,68 @@ class Settings(BaseSettings):
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("project")
+    @classmethod
+    def _check_project(cls, value: str) -> str:
+        if not _PROJECT.match(value):
+            raise ValueError("expected a GCE project id such as my-project (no spaces or slashes)")
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _check_region(cls, value: str) -> str:
+        if not _REGION.match(value):
+            raise ValueError("expected a GCE region such as us-central1")
+        return value
+
+    @field_validator("network")
+    @classmethod
+    def _check_network(cls, value: str) -> str:
+        if not (_GCE_NAME.match(value) or _NETWORK_PATH.search(value)):
+            raise ValueError(
+                "expected a VPC network name such as default, or its URL "
+                "(projects/PROJECT/global/networks/NAME)"
+            )
+        return value
+
+    @field_validator("node_tags")
+    @classmethod
+    def _check_node_tags(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("expected one or more network tags, comma-separated")
+        bad = [tag for tag in value if not _GCE_NAME.match(tag)]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not a network tag; expected comma-separated tags of lowercase "
+                "letters, digits and dashes, starting with a letter (at most 63 characters)"
+            )
+        return value
+
+    @field_validator("load_balancer_classes")
+    @classmethod
+    def _check_lb_classes(cls, value: list[str]) -> list[str]:
+        bad = [name for name in value if not _QUALIFIED_NAME.match(name)]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not a loadBalancerClass; expected comma-separated names "
+                "such as example.com/my-lb"
+            )
+        return value
+
+    @field_validator("opt_out_annotation")
+    @classmethod
+    def _check_annotation(cls, value: str) -> str:
+        if not _QUALIFIED_NAME.match(value):
+            raise ValueError("expected an annotation key such as lbhc.dev/ignore")
+        return value
+
+    @field_validator("kube_proxy_namespace")
+    @classmethod
+    def _check_namespace(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value):
+            raise ValueError("expected a namespace name such as kube-system")
         return value
 
     @field_validator("cluster_id")
@@ -129,17 +215,17 @@ class Settings(BaseSettings):
     @field_validator("request_path")
     @classmethod
     def _check_path(cls, value: str) -> str:
-        if not value.startswith("/"):
-            raise ValueError("expected an absolute path such as /healthz")
+        if not value.startswith("/") or _CONTROL_OR_SPACE.search(value) or len(value) > 1024:
+            raise ValueError("expected an absolute path such as /healthz (no spaces)")
         return value
 
     @field_validator("gce_endpoint")
     @classmethod
     def _check_endpoint(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+/?$", value):
+        if not re.match(r"^https?://[^/\s@]+/?$", value):
             raise ValueError(
                 "expected a URL such as https://compute.googleapis.com "
-                "or http://127.0.0.1:8080 (scheme and host, no path)"
+                "or http://127.0.0.1:8080 (scheme and host, no path, no credentials)"
             )
         return value.rstrip("/")
 
@@ -156,14 +242,31 @@ class Settings(BaseSettings):
             raise ValueError("expected equality label selectors such as k8s-app=kube-proxy")
         return value
 
-    @model_validator(mode="after")
-    def _check_timings(self) -> Self:
-        if self.timeout_sec > self.check_interval_sec:
+    @field_validator("kubeconfig")
+    @classmethod
+    def _check_kubeconfig(cls, value: str | None) -> str | None:
+        # Checked here so a typo is one clear line, not the client's "No configuration found".
+        if value is not None and not Path(value).expanduser().is_file():
+            raise ValueError("expected the path of a kubeconfig file; no such file")
+        return value
+
+    @field_validator("context")
+    @classmethod
+    def _check_context(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("expected the name of a context in the kubeconfig")
+        return value
+
+    @field_validator("timeout_sec")
+    @classmethod
+    def _check_timings(cls, value: int, info: ValidationInfo) -> int:
+        interval = info.data.get("check_interval_sec")
+        if interval is not None and value > interval:
             raise ValueError(
-                f"timeout_sec ({self.timeout_sec}) must not exceed "
-                f"check_interval_sec ({self.check_interval_sec}), as GCE requires"
+                f"timeout_sec ({value}) must not exceed check_interval_sec ({interval}), "
+                "as GCE requires"
             )
-        return self
+        return value
 
     def planner_config(self) -> PlannerConfig:
         policy, assumed = parse_fallback_policy(self.fallback_policy)
@@ -230,16 +333,14 @@ def parse_fallback_policy(value: str) -> tuple[FallbackPolicy, tuple[int, int, i
         if version is not None:
             return FallbackPolicy.ASSUME_VERSION, version
     raise ValueError(
-        f"got {value!r}; expected any-old-node, never, or assume-version followed by a "
-        "version such as v1.31.0"
+        "expected any-old-node, never, or assume-version followed by a version such as v1.31.0"
     )
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Flags (overrides; None means "not given") beat LBHC_* env, which beats the file."""
     given = {key: value for key, value in overrides.items() if value is not None}
-    if config_file is not None and not config_file.is_file():
-        raise SettingsError(f"config file {config_file}: not found")
+    from_file = _read_config_file(config_file) if config_file is not None else {}
     settings_cls: type[Settings] = Settings
     if config_file is not None:
         settings_cls = type(
@@ -254,27 +355,151 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     try:
         return settings_cls(**given)
     except ValidationError as exc:
-        raise SettingsError(_describe(exc, config_file)) from exc
-    except yaml.YAMLError as exc:
-        raise SettingsError(f"config file {config_file}: not valid YAML: {exc}") from exc
-    except (ValueError, TypeError) as exc:  # e.g. a YAML list or scalar instead of a mapping
+        raise SettingsError(_describe(exc, config_file, given, from_file)) from exc
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    """The file's settings, or one clear line on why it cannot be one (checked before
+    pydantic-settings reads it, whose errors do not say which file or line)."""
+    where = f"config file {path}"
+    if not path.exists():
+        raise SettingsError(f"{where}: not found")
+    if not path.is_file():
+        raise SettingsError(f"{where}: not a regular file; expected a YAML file")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SettingsError(f"{where}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
         raise SettingsError(
-            f"config file {config_file}: expected a YAML mapping of setting: value ({exc})"
+            f"{where}: not UTF-8 text (byte {exc.start}); expected a YAML mapping of setting: value"
         ) from exc
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{where}: not valid YAML: {describe_yaml_error(exc)}") from exc
+    except RecursionError as exc:
+        raise SettingsError(f"{where}: nested too deeply to be settings") from exc
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise SettingsError(
+            f"{where}: expected a YAML mapping of setting: value, got a {_yaml_type(document)}"
+        )
+    return {str(key): value for key, value in document.items()}
 
 
-def _describe(exc: ValidationError, config_file: Path | None) -> str:
+def describe_yaml_error(exc: yaml.YAMLError) -> str:
+    """PyYAML's multi-line report as one line: where, then what."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{' '.join(str(problem).split())}"
+
+
+def _yaml_type(value: object) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _describe(
+    exc: ValidationError,
+    config_file: Path | None,
+    given: dict[str, Any],
+    from_file: dict[str, Any],
+) -> str:
+    """One line per setting: its name, what was wrong, what is expected, and the value and
+    where it came from (flag, LBHC_* variable or file), so the fix is obvious."""
     lines = []
     for error in exc.errors():
-        name = ".".join(str(p) for p in error["loc"]) or "settings"
+        name = ".".join(str(p) for p in error["loc"][:1]) or "settings"
         flag = "--" + name.replace("_", "-")
         env = "LBHC_" + name.upper()
-        message = error["msg"].removeprefix("Value error, ")
+        message = " ".join(error["msg"].removeprefix("Value error, ").split())
         if error["type"] == "missing":
             message = f"required: pass {flag}, set {env}" + (
                 f", or add `{name}:` to {config_file}" if config_file else ", or use --config FILE"
             )
         elif error["type"] == "extra_forbidden":
-            message = f"unknown setting in {config_file or 'input'}"
-        lines.append(f"setting {name!r}: {message}")
-    return "invalid settings:\n  " + "\n  ".join(lines)
+            close = difflib.get_close_matches(name, Settings.model_fields, n=1)
+            message = f"unknown setting in {config_file or 'input'}" + (
+                f" (did you mean {close[0]!r}?)" if close else ""
+            )
+        else:
+            expected = _expected(name) if error["type"] in _TYPE_ERRORS else ""
+            if expected:
+                message += f"; expected {expected}"
+            source = _source(name, given, from_file, config_file)
+            if source:
+                message += (
+                    f" (got {_shown(error.get('input'), name, given, from_file)} from {source})"
+                )
+        lines.append(f"invalid settings: setting {name!r}: {message}")
+    return "\n".join(lines)
+
+
+# pydantic's messages for these say what was wrong, not what is right: add that.
+_TYPE_ERRORS = frozenset(
+    {
+        "int_parsing",
+        "int_type",
+        "int_from_float",
+        "float_parsing",
+        "float_type",
+        "finite_number",
+        "bool_parsing",
+        "bool_type",
+        "string_type",
+    }
+)
+
+
+def _expected(name: str) -> str:
+    """What a setting's type and bounds accept, for pydantic's type and range errors."""
+    field = Settings.model_fields.get(name)
+    if field is None:
+        return ""
+    annotation = field.annotation
+    if annotation is bool:
+        return "true or false"
+    if isinstance(annotation, type) and issubclass(annotation, StrEnum):
+        return "one of " + ", ".join(member.value for member in annotation)
+    if annotation not in (int, float):
+        return "a string" if annotation in (str, str | None) else ""
+    kind = "an integer" if annotation is int else "a finite number"
+    bounds = {
+        key: getattr(rule, key)
+        for rule in field.metadata
+        for key in ("ge", "gt", "le")
+        if getattr(rule, key, None) is not None
+    }
+    if "ge" in bounds and "le" in bounds:
+        return f"{kind} from {bounds['ge']} to {bounds['le']}"
+    if "gt" in bounds:
+        return f"{kind} greater than {bounds['gt']}" + (
+            f" and at most {bounds['le']}" if "le" in bounds else ""
+        )
+    return kind
+
+
+def _source(
+    name: str, given: dict[str, Any], from_file: dict[str, Any], config_file: Path | None
+) -> str:
+    if name in given:
+        return "--" + name.replace("_", "-") if name in FLAG_SETTINGS else "arguments"
+    env = "LBHC_" + name.upper()
+    if any(key.upper() == env for key in os.environ):
+        return env
+    if name in from_file:
+        return str(config_file)
+    return ""
+
+
+def _shown(value: object, name: str, given: dict[str, Any], from_file: dict[str, Any]) -> str:
+    """The value as given (not pydantic's half-converted one), short and credential-free."""
+    env = os.environ.get("LBHC_" + name.upper())
+    raw = given.get(name, env if env is not None else from_file.get(name, value))
+    text = repr(raw)
+    text = re.sub(r"//[^/@\s]*@", "//***@", text)  # never echo a URL's user:password
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from lbhc.cli.parser import EXIT_ERROR, build_parser
+from lbhc.cli.parser import EXIT_ERROR, UsageError, build_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,8 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # one clear line, never a traceback, for expected failures
         from lbhc.errors import user_message
 
-        message = user_message(exc)
+        message = str(exc) if isinstance(exc, UsageError) else user_message(exc)
         if message is None:
             raise
-        print(f"lbhc: error: {message}", file=sys.stderr)
+        # One line per problem (several invalid settings give several), each prefixed, so
+        # every line on stderr reads on its own in a log.
+        for line in message.splitlines() or [""]:
+            print(f"lbhc: error: {line}", file=sys.stderr)
         return EXIT_ERROR

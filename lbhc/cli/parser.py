@@ -5,21 +5,62 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 from lbhc.durations import parse_bool, parse_duration
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?)?$")
+_MAX_PORT = 65535
+
+
+class UsageError(ValueError):
+    """Flags that parse one by one but not together (e.g. inconsistent lease timings)."""
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors exit 1: argparse's 2 would read as "changes" under --detailed-exitcode."""
+    """Usage errors exit 1: argparse's 2 would read as "changes" under --detailed-exitcode.
+    One line, not argparse's usage block: the error is what the reader needs; --help has
+    the rest."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"lbhc: error: {message}\n")
+        self.exit(EXIT_ERROR, f"lbhc: error: {message} (see `{self.prog} --help`)\n")
+
+
+def positive_duration(text: str) -> float:
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: expected more than zero, like 30s, 5m or 1h30m"
+        )
+    return seconds
+
+
+def http_address(text: str) -> str:
+    """HOST:PORT (port 0 picks a free one), checked before anything starts."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not _HOST.match(host) or not port.isdigit() or int(port) > _MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"invalid address {text!r}: expected HOST:PORT such as 0.0.0.0:10258 "
+            "or 127.0.0.1:0 (port 0 picks a free one)"
+        )
+    return text
+
+
+def _name(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        if not pattern.match(text):
+            raise argparse.ArgumentTypeError(f"invalid name {text!r}: expected {what}")
+        return text
+
+    return check
 
 
 def _bool_flag(group: argparse._ArgumentGroup, name: str, default: bool, help_: str) -> None:
@@ -152,13 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     _bool_flag(loop, "--dry-run", False, "log and export the plans, make no GCE change")
     loop.add_argument(
         "--resync-period",
-        type=parse_duration,
+        type=positive_duration,
         default=parse_duration("5m"),
         metavar="DURATION",
         help="re-read GCE and repair drift this often (5m)",
     )
     loop.add_argument(
         "--http-address",
+        type=http_address,
         default="0.0.0.0:10258",
         help="/healthz, /readyz, /metrics, /plan (port 0 picks one)",
     )
@@ -172,13 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         election.add_argument(
             f"--leader-elect-{timing}",
-            type=parse_duration,
+            type=positive_duration,
             default=parse_duration(default),
             metavar="DURATION",
             help=f"(default {default})",
         )
     election.add_argument(
-        "--leader-elect-resource-namespace", default=os.environ.get("POD_NAMESPACE", "lbhc-system")
+        "--leader-elect-resource-namespace",
+        type=_name(_DNS_LABEL, "a namespace name such as lbhc-system"),
+        default=os.environ.get("POD_NAMESPACE", "lbhc-system"),
     )
-    election.add_argument("--leader-elect-resource-name", default="lbhc")
+    election.add_argument(
+        "--leader-elect-resource-name",
+        type=_name(_DNS_SUBDOMAIN, "a Lease name such as lbhc"),
+        default="lbhc",
+    )
     return parser

@@ -7,7 +7,7 @@ import logging
 import signal
 
 from lbhc.cli.oneshot import settings_from
-from lbhc.cli.parser import EXIT_OK
+from lbhc.cli.parser import EXIT_OK, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -29,14 +29,20 @@ def run(args: argparse.Namespace) -> int:
         http_address=args.http_address,
     )
     if options.leader_elect:  # one clear error for inconsistent timings, before any I/O
-        LeaseConfig(
-            options.lease_namespace,
-            options.lease_name,
-            "check",
-            options.lease_duration,
-            options.renew_deadline,
-            options.retry_period,
-        )
+        try:
+            LeaseConfig(
+                options.lease_namespace,
+                options.lease_name,
+                "check",
+                options.lease_duration,
+                options.renew_deadline,
+                options.retry_period,
+            )
+        except ValueError as exc:
+            raise UsageError(
+                f"--leader-elect-retry-period, --leader-elect-renew-deadline, "
+                f"--leader-elect-lease-duration: {exc}"
+            ) from exc
     app = ControllerApp(settings, options)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: app.stop())
