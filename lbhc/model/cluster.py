@@ -3,6 +3,11 @@
 They are validated straight from the API's raw JSON (extra fields ignored) rather than
 through the kubernetes client's models, which cost ~10x the memory (reference.md 5). Only
 fields the planner uses are kept, so the projections double as the planner's input types.
+
+Each is a slotted frozen dataclass validated by pydantic (a TypeAdapter per class), not a
+pydantic BaseModel: a BaseModel instance carries a __dict__ and a fields-set set, ~490 bytes
+before its first field, and a Pod is a dozen nested instances. At 5,000 Nodes, 10,000
+Services and 5,000 Pods that overhead alone was most of the cache (docs/benchmarks.md, 4).
 """
 
 from __future__ import annotations
@@ -10,12 +15,40 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter
 
 
-class _Projection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+class _Projection:
+    """What callers use of pydantic's model API: validate from a dict or raw JSON, dump."""
+
+    __slots__ = ()
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="ignore", populate_by_name=True)
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Self:
+        validated: Self = _adapter(cls).validate_python(obj)
+        return validated
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> Self:
+        validated: Self = _adapter(cls).validate_json(data)
+        return validated
+
+    def model_dump(self, *, by_alias: bool = False) -> dict[str, Any]:
+        dumped: dict[str, Any] = _adapter(type(self)).dump_python(self, by_alias=by_alias)
+        return dumped
+
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def _adapter(cls: type) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:  # built once per class; a race only builds one twice
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
 
 
 def _interned(value: dict[str, str]) -> dict[str, str]:
@@ -23,83 +56,80 @@ def _interned(value: dict[str, str]) -> dict[str, str]:
     return {sys.intern(k): sys.intern(v) for k, v in value.items()}
 
 
+InternedMap = Annotated[dict[str, str], AfterValidator(_interned)]
+projection = dataclass(frozen=True, slots=True)
+
+
+@projection
 class ObjectMeta(_Projection):
     name: str
     namespace: str = ""
     uid: str = ""
-    deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
-    resource_version: str = Field(default="", alias="resourceVersion")
-
-    def __eq__(self, other: object) -> bool:
-        """Equal when what lbhc reads is equal: resourceVersion changes with every write
-        (heartbeats included) and must not make an unchanged object look changed."""
-        if type(other) is not type(self):
-            return NotImplemented
-        mine, theirs = dict(self), dict(other)
-        mine.pop("resource_version")
-        theirs.pop("resource_version")
-        return bool(mine == theirs)
-
-    __hash__ = None  # type: ignore[assignment]  # dict fields in subclasses: not hashable
+    deletion_timestamp: Annotated[str | None, Field(alias="deletionTimestamp")] = None
+    # resourceVersion changes with every write (heartbeats included): left out of equality
+    # so an unchanged object never looks changed.
+    resource_version: Annotated[str, Field(alias="resourceVersion")] = field(
+        default="", compare=False
+    )
 
 
+@projection
 class LabeledMeta(ObjectMeta):
     """Nodes and Pods: lbhc reads their labels (LB exclusion, the kube-proxy selector) and
     never their annotations, which on Nodes are large; they are not kept."""
 
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: InternedMap = field(default_factory=dict)
     # RFC 3339; for grace periods (a node or Pod just created is not yet a problem).
-    creation_timestamp: str = Field(default="", alias="creationTimestamp")
-
-    @field_validator("labels")
-    @classmethod
-    def _intern_labels(cls, value: dict[str, str]) -> dict[str, str]:
-        return _interned(value)
+    creation_timestamp: Annotated[str, Field(alias="creationTimestamp")] = ""
 
 
+@projection
 class AnnotatedMeta(ObjectMeta):
     """Services: lbhc reads their annotations (the opt-out), never their labels."""
 
-    annotations: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("annotations")
-    @classmethod
-    def _intern_annotations(cls, value: dict[str, str]) -> dict[str, str]:
-        return _interned(value)
+    annotations: InternedMap = field(default_factory=dict)
 
 
+@projection
 class Taint(_Projection):
     key: str
     value: str = ""
     effect: str = ""
 
 
+@projection
 class NodeSpec(_Projection):
     taints: tuple[Taint, ...] = ()
-    provider_id: str = Field(default="", alias="providerID")
+    provider_id: Annotated[str, Field(alias="providerID")] = ""
 
 
+@projection
 class NodeSystemInfo(_Projection):
-    kubelet_version: str = Field(default="", alias="kubeletVersion")
+    kubelet_version: Annotated[str, Field(alias="kubeletVersion")] = ""
     # Really the kubelet's version and cleared from 1.33 on (KEP-4004): a hint only.
-    kube_proxy_version: str = Field(default="", alias="kubeProxyVersion")
+    kube_proxy_version: Annotated[str, Field(alias="kubeProxyVersion")] = ""
 
 
+@projection
 class NodeAddress(_Projection):
     type: str = ""
     address: str = ""
 
 
+@projection
 class NodeStatus(_Projection):
-    node_info: NodeSystemInfo = Field(default_factory=NodeSystemInfo, alias="nodeInfo")
+    node_info: Annotated[NodeSystemInfo, Field(alias="nodeInfo")] = field(
+        default_factory=NodeSystemInfo
+    )
     # Where kube-proxy's health port is probed from the controller (InternalIP).
     addresses: tuple[NodeAddress, ...] = ()
 
 
+@projection
 class Node(_Projection):
     metadata: LabeledMeta
-    spec: NodeSpec = Field(default_factory=NodeSpec)
-    status: NodeStatus = Field(default_factory=NodeStatus)
+    spec: NodeSpec = field(default_factory=NodeSpec)
+    status: NodeStatus = field(default_factory=NodeStatus)
 
     @property
     def name(self) -> str:
@@ -113,100 +143,141 @@ class Node(_Projection):
         return ""
 
 
+@projection
 class ServiceSpec(_Projection):
     type: str = "ClusterIP"
     # Absent means Cluster: the API server defaults it, but dumps and older objects may omit it.
-    external_traffic_policy: str = Field(default="Cluster", alias="externalTrafficPolicy")
-    load_balancer_class: str | None = Field(default=None, alias="loadBalancerClass")
+    external_traffic_policy: Annotated[str, Field(alias="externalTrafficPolicy")] = "Cluster"
+    load_balancer_class: Annotated[str | None, Field(alias="loadBalancerClass")] = None
 
 
+@projection
+class LoadBalancerIngress(_Projection):
+    ip: str = ""
+    hostname: str = ""
+
+
+@projection
+class LoadBalancerStatus(_Projection):
+    ingress: tuple[LoadBalancerIngress, ...] = ()
+
+
+@projection
+class ServiceStatus(_Projection):
+    """Kept so that the service controller's status update, which it writes once the load
+    balancer exists, is a change that triggers a pass: the pool may appear in GCE after
+    lbhc's pass for the new Service, and would otherwise wait for the next resync."""
+
+    load_balancer: Annotated[LoadBalancerStatus, Field(alias="loadBalancer")] = field(
+        default_factory=LoadBalancerStatus
+    )
+
+
+@projection
 class Service(_Projection):
     metadata: AnnotatedMeta
-    spec: ServiceSpec = Field(default_factory=ServiceSpec)
+    spec: ServiceSpec = field(default_factory=ServiceSpec)
+    status: ServiceStatus = field(default_factory=ServiceStatus)
 
     @property
     def key(self) -> str:
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
+@projection
 class HttpGetAction(_Projection):
     path: str = ""
     port: int | str = ""
 
 
+@projection
 class Probe(_Projection):
     """Only HTTP probes matter here: kube-proxy's health server speaks HTTP."""
 
-    http_get: HttpGetAction | None = Field(default=None, alias="httpGet")
+    http_get: Annotated[HttpGetAction | None, Field(alias="httpGet")] = None
 
 
+@projection
 class Container(_Projection):
     name: str = ""
     image: str = ""
-    readiness_probe: Probe | None = Field(default=None, alias="readinessProbe")
-    liveness_probe: Probe | None = Field(default=None, alias="livenessProbe")
+    readiness_probe: Annotated[Probe | None, Field(alias="readinessProbe")] = None
+    liveness_probe: Annotated[Probe | None, Field(alias="livenessProbe")] = None
 
 
+@projection
 class PodSpec(_Projection):
-    node_name: str = Field(default="", alias="nodeName")
+    node_name: Annotated[str, Field(alias="nodeName")] = ""
     containers: tuple[Container, ...] = ()
-    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    node_selector: Annotated[InternedMap, Field(alias="nodeSelector")] = field(default_factory=dict)
 
 
+@projection
 class Condition(_Projection):
     type: str
     status: str = "Unknown"
 
 
+@projection
 class PodStatus(_Projection):
     phase: str = ""
     conditions: tuple[Condition, ...] = ()
 
 
+@projection
 class OwnerReference(_Projection):
     kind: str = ""
     name: str = ""
     uid: str = ""
 
 
+@projection
 class PodMeta(LabeledMeta):
-    owner_references: tuple[OwnerReference, ...] = Field(default=(), alias="ownerReferences")
+    owner_references: Annotated[tuple[OwnerReference, ...], Field(alias="ownerReferences")] = ()
 
 
+@projection
 class Pod(_Projection):
     metadata: PodMeta
-    spec: PodSpec = Field(default_factory=PodSpec)
-    status: PodStatus = Field(default_factory=PodStatus)
+    spec: PodSpec = field(default_factory=PodSpec)
+    status: PodStatus = field(default_factory=PodStatus)
 
     @property
     def ready(self) -> bool:
         return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
 
 
+@projection
 class LabelSelector(_Projection):
-    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+    match_labels: Annotated[dict[str, str], Field(alias="matchLabels")] = field(
+        default_factory=dict
+    )
 
 
+@projection
 class PodTemplateSpec(_Projection):
-    spec: PodSpec = Field(default_factory=PodSpec)
+    spec: PodSpec = field(default_factory=PodSpec)
 
 
+@projection
 class DaemonSetSpec(_Projection):
-    selector: LabelSelector = Field(default_factory=LabelSelector)
-    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    selector: LabelSelector = field(default_factory=LabelSelector)
+    template: PodTemplateSpec = field(default_factory=PodTemplateSpec)
 
 
+@projection
 class DaemonSet(_Projection):
     """kube-proxy DaemonSets, for the readiness-probe policy (audit or enforce /livez)."""
 
     metadata: LabeledMeta
-    spec: DaemonSetSpec = Field(default_factory=DaemonSetSpec)
+    spec: DaemonSetSpec = field(default_factory=DaemonSetSpec)
 
     @property
     def key(self) -> str:
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
+@projection
 class Namespace(_Projection):
     metadata: ObjectMeta
 
