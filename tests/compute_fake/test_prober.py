@@ -464,6 +464,36 @@ def test_pools_added_and_deleted_anywhere_are_picked_up(
     wait_for(lambda: prober.pairs() == {(HC, A), (check_url("hc", "other"), other_project)})
 
 
+def test_observers_see_every_pair_change_and_transition_in_order(
+    fake: ComputeFake,
+    server_api: Api,
+    servers: MakeServer,
+    resolver: Resolver,
+    prober: HealthProber,
+) -> None:
+    """The soak's black-hole monitor judges each state getHealth could answer: it needs the
+    pair appearing (UNHEALTHY), each transition, and the pair going, with the states then."""
+    seen: list[tuple[float, dict[tuple[str, str], str]]] = []
+    prober.add_observer(lambda at, states: seen.append((at, states)))
+    prober.add_observer(lambda at, states: 1 / 0)  # a broken observer harms no one
+    server = one_node(fake, servers, resolver)
+    prober.start()
+    wait_health(server_api, A, "HEALTHY")
+    server.status = 503
+    wait_health(server_api, A, "UNHEALTHY")
+    remove_check(server_api, "pool", HC)
+    wait_for(lambda: seen and not seen[-1][1], 10, "the pair's removal observed")
+    assert [states for _, states in seen] == [
+        {(HC, A): "UNHEALTHY"},  # attached: unhealthy until its first probe passes
+        {(HC, A): "HEALTHY"},
+        {(HC, A): "UNHEALTHY"},
+        {},
+    ]
+    times = [at for at, _ in seen]
+    assert times == sorted(times)
+    assert [at for at, _ in seen[1:3]] == [at for at, _ in prober.transitions(A)]
+
+
 # -- lifecycle -----------------------------------------------------------------------------------
 
 

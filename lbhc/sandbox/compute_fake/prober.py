@@ -28,6 +28,11 @@ Probes run on one asyncio loop in a background thread (no thread per probe, at m
 lock, probes never run under it, and probes add no journal entries (they are not API calls).
 All durations from the checks are multiplied by `time_scale`; `clock` stamps transitions and
 decides when probes are due.
+
+Observers (`add_observer`) see every state the prober passes through, in order: each
+transition and each change of the pair set comes with a copy of every pair's state taken in
+the same critical section, so a test can judge every instant getHealth could have answered
+rather than a sample of them.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ from .store import HealthSource
 log = logging.getLogger(__name__)
 
 Resolve = Callable[[str, int], tuple[str, int] | None]
+# observer(clock time, {(check URL, instance URL): state}) after every change the prober makes
+Observer = Callable[[float, dict[tuple[str, str], str]], None]
 
 HEALTHY = "HEALTHY"
 UNHEALTHY = "UNHEALTHY"
@@ -105,6 +112,7 @@ class HealthProber:
         self._pairs: dict[tuple[str, str], _Pair] = {}
         self._probes: Counter[tuple[str, str]] = Counter()
         self._history: dict[str, deque[tuple[float, str, str]]] = {}
+        self._observers: list[Observer] = []
         self._source: HealthSource = self.health  # the exact object installed in the fake
         self._previous: HealthSource | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -193,6 +201,28 @@ class HealthProber:
             history = list(self._history.get(instance_url, ()))
         return [(t, state) for t, check, state in history if check_url in (None, check)]
 
+    def add_observer(self, observer: Observer) -> None:
+        """Call `observer(clock time, states)` after each transition and each change of the
+        pair set (a check attached or detached, an instance or pool added or removed), where
+        `states` maps every (check URL, instance URL) pair probed then to its state. Called on
+        the probing thread, outside the prober's lock, in the order the changes happened: keep
+        it quick (hand the snapshot to another thread). An exception is logged and ignored."""
+        with self._lock:
+            self._observers.append(observer)
+
+    def _states(self) -> tuple[list[Observer], dict[tuple[str, str], str]]:
+        """Under the lock: who to tell and what (nothing copied when nobody listens)."""
+        if not self._observers:
+            return [], {}
+        return list(self._observers), {key: pair.state for key, pair in self._pairs.items()}
+
+    def _notify(self, at: float, told: list[Observer], states: dict[tuple[str, str], str]) -> None:
+        for observer in told:
+            try:
+                observer(at, dict(states))
+            except Exception:
+                log.exception("health prober: an observer failed")
+
     def pairs(self) -> set[tuple[str, str]]:
         """The (check URL, instance URL) pairs being probed now."""
         with self._lock:
@@ -260,8 +290,12 @@ class HealthProber:
             return
         now = self._clock()
         requeue: list[_Pair] = []
+        told: list[Observer] = []
+        states: dict[tuple[str, str], str] = {}
         with self._lock:
-            for key in self._pairs.keys() - wanted.keys():
+            gone = self._pairs.keys() - wanted.keys()
+            added = wanted.keys() - self._pairs.keys()
+            for key in gone:
                 del self._pairs[key]  # its queued entry goes stale
             for key, config in wanted.items():
                 pair = self._pairs.get(key)
@@ -274,9 +308,12 @@ class HealthProber:
                         pair.gen += 1  # the queued due time is wrong now
                         requeue.append(pair)
                     pair.config = config
+            if gone or added:
+                told, states = self._states()
         for pair in requeue:
             if not pair.in_flight:  # an in-flight probe requeues its pair when it ends
                 self._enqueue(pair)
+        self._notify(now, told, states)
 
     def _targets(self) -> dict[tuple[str, str], CheckConfig]:
         checks = {c["selfLink"]: c for c in self._fake.all_resources("httpHealthChecks")}
@@ -330,7 +367,10 @@ class HealthProber:
                 pair.failures += 1
                 if pair.state == HEALTHY and pair.failures >= config.unhealthy:
                     new = UNHEALTHY
-            if new is not None:
-                pair.state = new
-                history = self._history.setdefault(pair.instance, deque(maxlen=_HISTORY))
-                history.append((now, pair.check, new))
+            if new is None:
+                return
+            pair.state = new
+            history = self._history.setdefault(pair.instance, deque(maxlen=_HISTORY))
+            history.append((now, pair.check, new))
+            told, states = self._states()
+        self._notify(now, told, states)
