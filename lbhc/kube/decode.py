@@ -47,15 +47,39 @@ PROJECTIONS: dict[str, Projection] = {
 }
 
 
+_MAX_PART = 60  # a hostile label key can be kilobytes long
+
+
 def describe_validation_error(exc: ValidationError) -> str:
-    """First problem, as `field.path: message` (one clear line, not pydantic's essay)."""
-    first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "object"
-    more = len(exc.errors()) - 1
-    return f"{where}: {first['msg']}" + (f" (and {more} more)" if more > 0 else "")
+    """First problem, as `field.path: message` (one clear line, not pydantic's essay). Path
+    parts come from the input (label keys): shown escaped and short, never as raw text that
+    could break the line."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid"
+    first = errors[0]
+    where = ".".join(_part(part) for part in first["loc"]) or "object"
+    more = len(errors) - 1
+    message = " ".join(str(first["msg"]).split())
+    return f"{where}: {message}" + (f" (and {more} more)" if more > 0 else "")
+
+
+def _part(part: object) -> str:
+    text = str(part)
+    if text.isprintable() and len(text) <= _MAX_PART and "." not in text:
+        return text
+    shown = repr(text)
+    return shown if len(shown) <= _MAX_PART else shown[: _MAX_PART - 4] + "...'"
 
 
 def object_label(item: dict[str, Any]) -> str:
+    """`Kind 'name'` for messages, escaped and short whatever the object holds."""
+    kind = _part(item.get("kind", "") or "object")
     metadata = item.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
-    return f"{item.get('kind', '?')} {name!r}" if name else str(item.get("kind", "object"))
+    if not name:
+        return kind
+    shown = repr(str(name))
+    return (
+        f"{kind} {shown if len(shown) <= _MAX_PART else shown[: _MAX_PART - 4] + '...' + shown[0]}"
+    )

@@ -23,15 +23,20 @@ class SnapshotFileError(ValueError):
 
 def load_cluster_snapshot(path: Path) -> ClusterSnapshot:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise SnapshotFileError(f"cluster snapshot {path}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise SnapshotFileError(
+            f"cluster snapshot {path}: not UTF-8 text (byte {exc.start}); expected {EXPECTED}"
+        ) from exc
     return parse_cluster_snapshot(text, str(path))
 
 
 def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapshot:
     document = _load(text, source)
     items = _items(document, source)
+    _check_relevant(items, source)
     nodes: list[Node] = []
     services: list[Service] = []
     pods: list[Pod] = []
@@ -73,11 +78,11 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
 
 
 def _load(text: str, source: str) -> Any:
-    stripped = text.lstrip()
-    if not stripped:
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors add
+    if not text.strip():
         raise SnapshotFileError(f"cluster snapshot {source}: file is empty; expected {EXPECTED}")
     try:
-        if stripped.startswith("{"):
+        if text.lstrip().startswith("{"):
             return json.loads(text)
         return yaml.safe_load(text)  # `-o yaml` dumps work too
     except json.JSONDecodeError as exc:
@@ -87,8 +92,35 @@ def _load(text: str, source: str) -> Any:
         ) from exc
     except yaml.YAMLError as exc:
         raise SnapshotFileError(
-            f"cluster snapshot {source}: neither JSON nor YAML ({exc}); expected {EXPECTED}"
+            f"cluster snapshot {source}: neither JSON nor YAML ({_yaml_problem(exc)}); "
+            f"expected {EXPECTED}"
         ) from exc
+    except RecursionError as exc:  # thousands of nested brackets: no dump looks like that
+        raise SnapshotFileError(
+            f"cluster snapshot {source}: nested too deeply to be a dump; expected {EXPECTED}"
+        ) from exc
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's multi-line report as one line: where, then what."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{' '.join(str(problem).split())}"
+
+
+def _check_relevant(items: list[Any], source: str) -> None:
+    """A dump of other kinds (`kubectl get configmaps -o json`) is a wrong file, not an empty
+    cluster: planning on it would only mislead."""
+    if not items or not all(isinstance(i, dict) for i in items):
+        return  # nothing to say, or the item loop names the odd one
+    kinds = {str(i.get("kind", "")) for i in items}
+    if not kinds & PROJECTIONS.keys():
+        found = ", ".join(sorted(k or "no kind" for k in kinds)[:3])
+        raise SnapshotFileError(
+            f"cluster snapshot {source}: holds {len(items)} item(s) but no Node, Service, Pod, "
+            f"DaemonSet or Namespace (found {found}); expected {EXPECTED}"
+        )
 
 
 def _items(document: Any, source: str) -> list[Any]:
