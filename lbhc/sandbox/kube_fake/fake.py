@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ class Response:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     stream: Iterator[bytes] | None = None  # a watch: sent chunked instead of `body`
+    drop: bool = False  # a fault: close the connection without answering at all
 
 
 class KubeFake:
@@ -143,6 +145,12 @@ class KubeFake:
         resource_for_kind(kind)
         return [copy.deepcopy(obj) for _, obj in self._store.read(kind)]
 
+    def revisions(self, kind: str, namespace: str | None, name: str) -> list[tuple[str, Object]]:
+        """(resourceVersion, object) for each version of one object still in history, oldest
+        first; a deletion is left out. With the journal's resource_version, says what a client
+        was shown (e.g. which holder a Lease named when a replica read it)."""
+        return [(str(rv), obj) for rv, obj in self._store.revisions(kind, namespace, name)]
+
     @property
     def resource_version(self) -> str:
         return str(self._store.resource_version)
@@ -170,19 +178,17 @@ class KubeFake:
         headers: Mapping[str, str],
         body: bytes = b"",
         stop: threading.Event | None = None,
+        server: str = "",
     ) -> Response:
         """One request: `target` is the request line's path with its query. `stop` ends
-        watch streams early (the server's shutdown)."""
+        watch streams early (the server's shutdown); `server` names the front that took the
+        request (faults may be narrowed to one)."""
+        arrived = time.monotonic()
         split = urlsplit(target)
         query = {k: v[0] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        version = ""
         try:
-            status, result = self._dispatch(method, split.path, query, headers, body, stop)
-            if isinstance(result, dict):
-                response = _json(status, result)
-            elif isinstance(result, bytes):  # a list, already encoded
-                response = Response(status, result, {"Content-Type": "application/json"})
-            else:
-                response = Response(status, b"", {"Content-Type": "application/json"}, result)
+            response, version = self._answer(method, split.path, query, headers, body, stop, server)
         except ApiError as err:
             response = _json(err.code, err.body(), err.headers())
         entry = JournalEntry(
@@ -192,10 +198,40 @@ class KubeFake:
             response.status,
             header(headers, "User-Agent"),
             header(headers, "x-lbhc-client-id"),
+            arrived,
+            server,
+            version,
         )
         with self._journal_lock:
             self._journal.append(entry)
+        if delay := self.faults.take_delay(split.path, server):
+            (stop or threading.Event()).wait(delay)  # a server stopping cuts the wait short
         return response
+
+    def _answer(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+        stop: threading.Event | None,
+        server: str,
+    ) -> tuple[Response, str]:
+        """The response, and the resourceVersion of the one object it carries (if any)."""
+        if outage := self.faults.outage(path, server):
+            if outage.status is None:
+                return Response(0, b"", drop=True), ""
+            raise ApiError(outage.status)
+        if (empty := self.faults.take_empty(path, server)) is not None:
+            return Response(200, empty, {"Content-Type": "application/json"}), ""
+        status, result = self._dispatch(method, path, query, headers, body, stop, server)
+        if isinstance(result, dict):
+            version = str((result.get("metadata") or {}).get("resourceVersion") or "")
+            return _json(status, result), version
+        if isinstance(result, bytes):  # a list, already encoded
+            return Response(status, result, {"Content-Type": "application/json"}), ""
+        return Response(status, b"", {"Content-Type": "application/json"}, result), ""
 
     def _dispatch(
         self,
@@ -205,9 +241,10 @@ class KubeFake:
         headers: Mapping[str, str],
         body: bytes,
         stop: threading.Event | None,
+        server: str = "",
     ) -> tuple[int, dict[str, Any] | bytes | Iterator[bytes]]:
         route = resolve(path)
-        if failure := self.faults.take_failure(path):
+        if failure := self.faults.take_failure(path, server):
             if failure.status == 403 and failure.message is None and route and route.resource:
                 resource = route.resource
                 verb = verb_of(method, route, query)
@@ -222,7 +259,7 @@ class KubeFake:
             if method != "GET":
                 raise ApiError(405)
             return 200, self._discovery(route, headers)
-        return self._resources.handle(method, route, query, headers, body, stop)
+        return self._resources.handle(method, route, query, headers, body, stop, path, server)
 
     def _discovery(self, route: Route, headers: Mapping[str, str]) -> dict[str, Any]:
         if route.target is Target.VERSION:

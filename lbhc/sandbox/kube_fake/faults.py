@@ -1,25 +1,70 @@
-"""Fault injection: failing requests (watches included), expiring continue tokens and
-cutting open watch streams.
+"""Fault injection: failing, slow, empty and unanswered requests (watches included), outages,
+expiring continue tokens, short list pages, and watch streams that are cut (between events or
+in the middle of one) or stall.
 
-Every request fault counts down and then stops, so a test states exactly how many requests it
-breaks; drop_watches() cuts the streams open when it is called, not later ones.
+Most faults count down and then stop, so a test states exactly how many requests it breaks;
+an outage and a page-size limit last until lifted; drop_watches() cuts the streams open when
+it is called, not later ones. A rule may be narrowed to paths containing a string and to one
+named server (KubeFakeServer(name=...)), e.g. the apiserver front one replica talks to.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .status import REASONS
 
 
 @dataclass
-class _FailRule:
-    remaining: int
-    status: int
+class _Rule:
+    """Which requests a fault applies to, and how many more it takes (None: until lifted)."""
+
+    remaining: int | None
     path_contains: str | None
+    server: str | None
+
+    def matches(self, path: str, server: str) -> bool:
+        if self.server is not None and self.server != server:
+            return False
+        return self.path_contains is None or self.path_contains in path
+
+
+@dataclass
+class _FailRule(_Rule):
+    status: int
     message: str | None
+
+
+@dataclass
+class _DelayRule(_Rule):
+    seconds: float
+
+
+@dataclass
+class _EmptyRule(_Rule):
+    body: bytes
+
+
+@dataclass
+class _CutRule(_Rule):
+    clean_end: bool
+
+
+@dataclass
+class _OutageRule(_Rule):
+    status: int | None  # None: connections are closed without an answer
+
+
+@dataclass
+class _StallRule(_Rule):
+    until: float  # monotonic
+
+
+R = TypeVar("R", bound=_Rule)
 
 
 @dataclass(frozen=True)
@@ -28,15 +73,44 @@ class Failure:
     message: str | None  # None: the fake words it like the apiserver would for the request
 
 
+@dataclass(frozen=True)
+class Outage:
+    status: int | None  # None: close the connection unanswered (a reset, a dead backend)
+
+
+@dataclass(frozen=True)
+class Cut:
+    clean_end: bool  # True: the response ends properly after half an event (a truncating proxy)
+
+
+def _check_times(times: int) -> None:
+    if times < 1:
+        raise ValueError("times must be >= 1")
+
+
+def _check_status(status: int) -> None:
+    if status not in REASONS or status < 400:
+        raise ValueError(f"status {status} is not an apiserver error code: {sorted(REASONS)}")
+
+
 class Faults:
     """Thread-safe fault plan, consulted by the fake for every request."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
         self._rules: list[_FailRule] = []
+        self._delays: list[_DelayRule] = []
+        self._empties: list[_EmptyRule] = []
+        self._cuts: list[_CutRule] = []
+        self._stalls: list[_StallRule] = []
+        self._outage: _OutageRule | None = None
+        self._page_limit: int | None = None
         self._expire_continue = 0
         self._watch_epoch = 0
         self._on_drop: list[Callable[[], None]] = []
+
+    # -- requests that fail -------------------------------------------------------------------
 
     def fail_requests(
         self,
@@ -44,23 +118,82 @@ class Faults:
         status: int = 500,
         path_contains: str | None = None,
         message: str | None = None,
+        server: str | None = None,
     ) -> None:
         """The next `times` requests whose path contains `path_contains` (any, if None) get a
         Status error with code `status` and the reason the apiserver uses for it."""
-        if times < 1:
-            raise ValueError("times must be >= 1")
-        if status not in REASONS or status < 400:
-            raise ValueError(f"status {status} is not an apiserver error code: {sorted(REASONS)}")
+        _check_times(times)
+        _check_status(status)
         with self._lock:
-            self._rules.append(_FailRule(times, status, path_contains, message))
+            self._rules.append(_FailRule(times, path_contains, server, status, message))
+
+    def start_outage(
+        self,
+        status: int | None = 503,
+        path_contains: str | None = None,
+        server: str | None = None,
+    ) -> None:
+        """Until end_outage(), every matching request fails with `status`, or with status
+        None gets its connection closed unanswered; open matching watch streams are cut (an
+        apiserver going away takes its watches with it). One outage at a time."""
+        if status is not None:
+            _check_status(status)
+        with self._lock:
+            self._outage = _OutageRule(None, path_contains, server, status)
+            listeners = list(self._on_drop)
+        for listener in listeners:
+            listener()  # wakes the streams, which check for an outage on every tick
+
+    def end_outage(self) -> None:
+        with self._lock:
+            self._outage = None
 
     def expire_continue_tokens(self, times: int = 1) -> None:
         """The next `times` requests carrying a `continue` token get 410 Expired, as when etcd
         has compacted past the token's resourceVersion."""
-        if times < 1:
-            raise ValueError("times must be >= 1")
+        _check_times(times)
         with self._lock:
             self._expire_continue += times
+
+    # -- requests that succeed badly ----------------------------------------------------------
+
+    def delay_requests(
+        self,
+        seconds: float,
+        times: int = 1,
+        path_contains: str | None = None,
+        server: str | None = None,
+    ) -> None:
+        """Answer the next `times` matching requests only after `seconds`. A list is read
+        before the wait, so it arrives stale; a watch sends no headers until then."""
+        _check_times(times)
+        if seconds <= 0:
+            raise ValueError("seconds must be > 0")
+        with self._lock:
+            self._delays.append(_DelayRule(times, path_contains, server, seconds))
+
+    def answer_empty(
+        self,
+        times: int = 1,
+        path_contains: str | None = None,
+        body: bytes = b"",
+        server: str | None = None,
+    ) -> None:
+        """The next `times` matching requests get 200 with `body` (by default nothing) in place
+        of their answer: a list that is no list, a watch that ends at once without an event."""
+        _check_times(times)
+        with self._lock:
+            self._empties.append(_EmptyRule(times, path_contains, server, body))
+
+    def limit_page_size(self, items: int | None) -> None:
+        """Lists return at most `items` per page (None: as many as asked), as the apiserver
+        may return fewer than `limit`: more pages, so continue tokens come into play."""
+        if items is not None and items < 1:
+            raise ValueError("items must be >= 1 (or None)")
+        with self._lock:
+            self._page_limit = items
+
+    # -- watch streams ------------------------------------------------------------------------
 
     def drop_watches(self) -> None:
         """Cut every open watch stream now, abruptly: the connection closes without the
@@ -70,6 +203,26 @@ class Faults:
             listeners = list(self._on_drop)
         for listener in listeners:
             listener()
+
+    def cut_watch_events(
+        self, times: int = 1, path_contains: str | None = None, clean_end: bool = False
+    ) -> None:
+        """The next `times` object events (not bookmarks) sent on matching watches stop in the
+        middle of their JSON line and the stream ends there: abruptly (no terminating chunk),
+        or with `clean_end` as if the response were complete, as a truncating proxy does."""
+        _check_times(times)
+        with self._lock:
+            self._cuts.append(_CutRule(times, path_contains, None, clean_end))
+
+    def stall_watches(self, seconds: float, path_contains: str | None = None) -> None:
+        """Matching watch streams, open or new, send nothing at all (no event, no bookmark)
+        for `seconds` from now, then carry on where they were: to the client, a half-open
+        connection. Changes made meanwhile are sent after the stall, if anyone still listens."""
+        if seconds <= 0:
+            raise ValueError("seconds must be > 0")
+        with self._lock:
+            until = self._clock() + seconds
+            self._stalls.append(_StallRule(None, path_contains, None, until))
 
     @property
     def watch_epoch(self) -> int:
@@ -83,19 +236,54 @@ class Faults:
             self._on_drop.append(listener)
 
     def clear(self) -> None:
+        """Lift every fault (an outage and a page-size limit included)."""
         with self._lock:
             self._rules.clear()
+            self._delays.clear()
+            self._empties.clear()
+            self._cuts.clear()
+            self._stalls.clear()
+            self._outage = None
+            self._page_limit = None
             self._expire_continue = 0
 
-    def take_failure(self, path: str) -> Failure | None:
+    # -- what the fake asks -------------------------------------------------------------------
+
+    def take_failure(self, path: str, server: str = "") -> Failure | None:
         with self._lock:
-            for rule in self._rules:
-                if rule.path_contains is None or rule.path_contains in path:
-                    rule.remaining -= 1
-                    if rule.remaining == 0:
-                        self._rules.remove(rule)
-                    return Failure(rule.status, rule.message)
-        return None
+            rule = self._take(self._rules, path, server)
+        return None if rule is None else Failure(rule.status, rule.message)
+
+    def outage(self, path: str, server: str = "") -> Outage | None:
+        with self._lock:
+            rule = self._outage
+        return Outage(rule.status) if rule is not None and rule.matches(path, server) else None
+
+    def take_delay(self, path: str, server: str = "") -> float:
+        with self._lock:
+            rule = self._take(self._delays, path, server)
+        return 0.0 if rule is None else rule.seconds
+
+    def take_empty(self, path: str, server: str = "") -> bytes | None:
+        with self._lock:
+            rule = self._take(self._empties, path, server)
+        return None if rule is None else rule.body
+
+    def take_cut(self, path: str) -> Cut | None:
+        with self._lock:
+            rule = self._take(self._cuts, path, "")
+        return None if rule is None else Cut(rule.clean_end)
+
+    def stalled(self, path: str) -> bool:
+        with self._lock:
+            now = self._clock()
+            self._stalls = [rule for rule in self._stalls if rule.until > now]
+            return any(rule.matches(path, "") for rule in self._stalls)
+
+    @property
+    def page_limit(self) -> int | None:
+        with self._lock:
+            return self._page_limit
 
     def take_continue_expiry(self) -> bool:
         with self._lock:
@@ -103,3 +291,15 @@ class Faults:
                 return False
             self._expire_continue -= 1
             return True
+
+    @staticmethod
+    def _take(rules: list[R], path: str, server: str) -> R | None:
+        """The first matching rule, counted down (and dropped when spent). Lock held."""
+        for rule in rules:
+            if rule.matches(path, server):
+                if rule.remaining is not None:
+                    rule.remaining -= 1
+                    if rule.remaining == 0:
+                        rules.remove(rule)
+                return rule
+        return None

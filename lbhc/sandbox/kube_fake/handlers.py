@@ -46,7 +46,10 @@ class ResourceHandler:
         headers: Mapping[str, str],
         body: bytes,
         stop: threading.Event | None,
+        path: str = "",
+        server: str = "",
     ) -> Result:
+        """`path` and `server` (the front that took it) are for faults on watch streams."""
         resource = route.resource
         assert resource is not None  # resolve() sets it for LIST and GET
         namespace = route.namespace or ""
@@ -54,7 +57,7 @@ class ResourceHandler:
             if query.get("watch", "") in watch.TRUE:
                 request = watch.parse_watch(resource, route.namespace, query)
                 stream = watch.stream(
-                    self._store, self._faults, request, self._bookmark_interval, stop
+                    self._store, self._faults, request, self._bookmark_interval, stop, path, server
                 )
                 return 200, stream
             return 200, list_body(self._store, self._faults, resource, route.namespace, query)

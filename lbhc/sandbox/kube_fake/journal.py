@@ -14,3 +14,8 @@ class JournalEntry:
     # Who asked; left out of equality so entries compare by what was asked and answered.
     user_agent: str = field(default="", compare=False)
     client_id: str = field(default="", compare=False)  # the x-lbhc-client-id header
+    time: float = field(default=0.0, compare=False)  # time.monotonic() when it arrived
+    server: str = field(default="", compare=False)  # the KubeFakeServer's name that took it
+    # The one object's resourceVersion in the answer ("" for lists, watches and errors):
+    # with KubeFake.revisions() it says which version of an object a client was shown.
+    resource_version: str = field(default="", compare=False)

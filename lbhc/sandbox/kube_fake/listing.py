@@ -77,6 +77,8 @@ def list_body(
     labels = parse_label_selector(query.get("labelSelector", ""))
     fields = parse_field_selector(query.get("fieldSelector", ""), resource)
     limit = _limit(query.get("limit", ""))
+    if (cap := faults.page_limit) is not None:  # the server may send fewer than asked
+        limit = min(limit, cap) if limit else cap
     rv, start = _read_point(store, faults, query)
     try:
         entries = store.read(resource.kind, rv)

@@ -140,6 +140,13 @@ class Store:
         resource = resource_for_kind(kind)
         return copy.deepcopy(self.current(kind, object_key(resource, namespace or "", name)))
 
+    def revisions(self, kind: str, namespace: str | None, name: str) -> list[tuple[int, Object]]:
+        """Deep copies of one object's kept versions, oldest first (deletions left out)."""
+        resource = resource_for_kind(kind)
+        with self.lock:
+            kept = self._history[kind].get(object_key(resource, namespace or "", name), [])
+            return [(r.rv, copy.deepcopy(r.obj)) for r in kept if r.obj is not None]
+
     def read(self, kind: str, rv: int | None = None) -> list[tuple[str, Object]]:
         """(key, object) at resourceVersion `rv` (default: now), sorted by key as etcd
         returns them. The list and objects are shared: copy before changing or handing out."""

@@ -105,10 +105,28 @@ def stream(
     request: WatchRequest,
     bookmark_interval: Callable[[], float],
     stop: threading.Event | None = None,
+    path: str = "",
+    server: str = "",
 ) -> Iterator[bytes]:
-    """The watch's body, one chunk per event."""
+    """The watch's body, one chunk per event. `path` and `server` are what faults match."""
+    try:
+        yield from _stream(store, faults, request, bookmark_interval, stop, path, server)
+    except _EndCleanly:
+        return
+
+
+def _stream(
+    store: Store,
+    faults: Faults,
+    request: WatchRequest,
+    bookmark_interval: Callable[[], float],
+    stop: threading.Event | None,
+    path: str,
+    server: str,
+) -> Iterator[bytes]:
     epoch = faults.watch_epoch
     deadline = time.monotonic() + request.timeout
+    yield from _stall(faults, path, server, stop)
     initial: list[Object] = []
     error: Object | None = None
     with store.lock:  # never yield while holding it: a slow client would stall every write
@@ -129,25 +147,26 @@ def stream(
     for obj in initial:
         shown = present(request.resource, obj)
         if request.matches(shown):
-            yield _line("ADDED", shown)
+            yield from _send(faults, path, _line("ADDED", shown))
     if request.send_initial_events:  # the initial state is complete
         end = _bookmark(request.resource, position)
         end["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
         yield _line("BOOKMARK", end)
     next_bookmark = time.monotonic() + bookmark_interval()
     while True:
+        yield from _stall(faults, path, server, stop)
         changes, position, error = _next_changes(store, position, deadline)
         if error is not None:  # compacted past a watcher that fell behind: it must relist
             yield _line("ERROR", error)
             return
-        if faults.watch_epoch != epoch:
+        if faults.watch_epoch != epoch or faults.outage(path, server):
             raise WatchDropped
         if stop is not None and stop.is_set():
             return
         sent = False
         for change in changes:
             if event := _event(request, change):
-                yield _line(*event)
+                yield from _send(faults, path, _line(*event))
                 sent = True
         now = time.monotonic()
         if now >= deadline:
@@ -159,6 +178,34 @@ def stream(
             next_bookmark = now + bookmark_interval()
         elif not sent:
             yield b""
+
+
+class _EndCleanly(Exception):
+    """Ends a stream as if complete, right after a cut event (faults.cut_watch_events)."""
+
+
+def _send(faults: Faults, path: str, line: bytes) -> Iterator[bytes]:
+    """One object event, or the first half of it and the end of the stream."""
+    cut = faults.take_cut(path)
+    if cut is None:
+        yield line
+        return
+    yield line[: len(line) // 2]
+    if cut.clean_end:
+        raise _EndCleanly
+    raise WatchDropped
+
+
+def _stall(faults: Faults, path: str, server: str, stop: threading.Event | None) -> Iterator[bytes]:
+    """Nothing at all while a stall lasts (ticks only, which send no bytes)."""
+    pause = stop or threading.Event()
+    while faults.stalled(path):
+        if pause.is_set():
+            return
+        if faults.outage(path, server):
+            raise WatchDropped
+        pause.wait(TICK_SEC)
+        yield b""
 
 
 def _next_changes(
