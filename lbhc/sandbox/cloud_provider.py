@@ -12,6 +12,7 @@ from lbhc.model.cloud import instance_url
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.compute_fake import ComputeFake
+from lbhc.sandbox.kube_fake import KubeFake
 
 _FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
 
@@ -46,3 +47,23 @@ def provision_load_balancers(
         )
         created.append(name)
     return created
+
+
+def publish_ingress(
+    kube: KubeFake, compute: ComputeFake, project: str, region: str, service: Service
+) -> None:
+    """What the service controller writes once the load balancer exists: the forwarding
+    rule's address in status.loadBalancer.ingress, through the status subresource (a write
+    to the main resource would keep the stored status, as on a real apiserver)."""
+    name = target_pool_name(service.metadata.uid)
+    rule = compute.forwarding_rules(project, region)[name]
+    patch = {"status": {"loadBalancer": {"ingress": [{"ip": rule["IPAddress"]}]}}}
+    meta = service.metadata
+    response = kube.handle(
+        "PATCH",
+        f"/api/v1/namespaces/{meta.namespace}/services/{meta.name}/status",
+        {"Content-Type": "application/merge-patch+json"},
+        json.dumps(patch).encode(),
+    )
+    if response.status != 200:
+        raise RuntimeError(f"status update of Service {service.key}: HTTP {response.status}")

@@ -12,7 +12,7 @@ import requests
 
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
-from lbhc.sandbox.cloud_provider import provision_load_balancers
+from lbhc.sandbox.cloud_provider import provision_load_balancers, publish_ingress
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER
@@ -69,6 +69,7 @@ class ServiceControllerEmulator:
                 provision_load_balancers(
                     self._compute, self._project, self._region, [service], nodes
                 )
+                publish_ingress(self._kube, self._compute, self._project, self._region, service)
 
     def _delete_load_balancer(self, name: str, exists: bool) -> None:
         """Rule first: a pool a rule still points at cannot be deleted."""

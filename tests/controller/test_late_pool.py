@@ -1,0 +1,31 @@
+"""A Service whose load balancer appears in GCE after lbhc's pass for it: the service
+controller's status update (status.loadBalancer.ingress) is what tells lbhc to look again,
+not the resync minutes later."""
+
+from __future__ import annotations
+
+from lbhc.model.cluster import Node, Service
+from lbhc.planner.names import target_pool_name
+from lbhc.sandbox.cloud_provider import provision_load_balancers, publish_ingress
+from tests.controller.harness import PROJECT, REGION, wait_for, world
+from tests.kube import conftest as kube_builders
+
+
+def test_a_pool_created_after_the_pass_is_attached_on_the_status_update() -> None:
+    with world() as w:
+        obj = w.kube.upsert(kube_builders.service("late"))
+        svc = Service.model_validate(obj)
+        pool = target_pool_name(svc.metadata.uid)
+        app = w.start(resync_period=3600.0)  # no resync can be what attaches it
+        wait_for(
+            lambda: app.controller is not None and app.controller.passes >= 1,
+            what="a pass that saw the Service and no pool",
+        )
+        passes = app.controller.passes if app.controller else 0
+
+        nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
+        provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
+        assert not w.attached(pool)
+        publish_ingress(w.kube, w.compute, PROJECT, REGION, svc)
+        wait_for(lambda: w.attached(pool), timeout=10, what="attach after the status update")
+        assert app.controller is not None and app.controller.passes > passes
