@@ -190,6 +190,18 @@ def test_faults_narrowed_to_one_server_spare_the_others(
     ]
 
 
+def test_faults_narrowed_to_lists_or_to_watches(
+    kube_fake: KubeFake, kube_server: KubeFakeServer
+) -> None:
+    seed(kube_fake, node("n1"))
+    kube_fake.faults.answer_empty(path_contains="/nodes", body=b"{}", watch=False)
+    kube_fake.faults.fail_requests(status=503, path_contains="/nodes", watch=True)
+
+    assert get(kube_server, "/api/v1/nodes?watch=true")[0] == 503  # the list fault skipped
+    assert get(kube_server, "/api/v1/nodes") == (200, b"{}")
+    assert json.loads(get(kube_server, "/api/v1/nodes")[1])["items"]
+
+
 def test_a_page_size_limit_makes_continue_tokens_appear(
     kube_fake: KubeFake, kube_server: KubeFakeServer
 ) -> None:

@@ -34,6 +34,7 @@ from .resources import resource_for, resource_for_kind
 from .routes import Route, Target, resolve
 from .status import ApiError, forbidden
 from .store import Object, Store
+from .watch import TRUE
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ class KubeFake:
         )
         with self._journal_lock:
             self._journal.append(entry)
-        if delay := self.faults.take_delay(split.path, server):
+        if delay := self.faults.take_delay(split.path, server, _is_watch(query)):
             (stop or threading.Event()).wait(delay)  # a server stopping cuts the wait short
         return response
 
@@ -223,7 +224,7 @@ class KubeFake:
             if outage.status is None:
                 return Response(0, b"", drop=True), ""
             raise ApiError(outage.status)
-        if (empty := self.faults.take_empty(path, server)) is not None:
+        if (empty := self.faults.take_empty(path, server, _is_watch(query))) is not None:
             return Response(200, empty, {"Content-Type": "application/json"}), ""
         status, result = self._dispatch(method, path, query, headers, body, stop, server)
         if isinstance(result, dict):
@@ -244,7 +245,7 @@ class KubeFake:
         server: str = "",
     ) -> tuple[int, dict[str, Any] | bytes | Iterator[bytes]]:
         route = resolve(path)
-        if failure := self.faults.take_failure(path, server):
+        if failure := self.faults.take_failure(path, server, _is_watch(query)):
             if failure.status == 403 and failure.message is None and route and route.resource:
                 resource = route.resource
                 verb = verb_of(method, route, query)
@@ -278,6 +279,10 @@ class KubeFake:
                 raise ApiError(404)
             return document
         return api_group_list_body()
+
+
+def _is_watch(query: Mapping[str, str]) -> bool:
+    return query.get("watch", "") in TRUE
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:

@@ -26,40 +26,43 @@ class _Rule:
     remaining: int | None
     path_contains: str | None
     server: str | None
+    watch: bool | None = None  # True: watches only; False: everything but watches
 
-    def matches(self, path: str, server: str) -> bool:
+    def matches(self, path: str, server: str, watch: bool) -> bool:
         if self.server is not None and self.server != server:
+            return False
+        if self.watch is not None and self.watch != watch:
             return False
         return self.path_contains is None or self.path_contains in path
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _FailRule(_Rule):
     status: int
     message: str | None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _DelayRule(_Rule):
     seconds: float
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _EmptyRule(_Rule):
     body: bytes
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _CutRule(_Rule):
     clean_end: bool
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _OutageRule(_Rule):
     status: int | None  # None: connections are closed without an answer
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _StallRule(_Rule):
     until: float  # monotonic
 
@@ -119,13 +122,16 @@ class Faults:
         path_contains: str | None = None,
         message: str | None = None,
         server: str | None = None,
+        watch: bool | None = None,
     ) -> None:
         """The next `times` requests whose path contains `path_contains` (any, if None) get a
-        Status error with code `status` and the reason the apiserver uses for it."""
+        Status error with code `status` and the reason the apiserver uses for it. `watch`
+        True or False narrows the fault to watches or to everything else."""
         _check_times(times)
         _check_status(status)
+        rule = _FailRule(times, path_contains, server, watch, status=status, message=message)
         with self._lock:
-            self._rules.append(_FailRule(times, path_contains, server, status, message))
+            self._rules.append(rule)
 
     def start_outage(
         self,
@@ -139,7 +145,7 @@ class Faults:
         if status is not None:
             _check_status(status)
         with self._lock:
-            self._outage = _OutageRule(None, path_contains, server, status)
+            self._outage = _OutageRule(None, path_contains, server, status=status)
             listeners = list(self._on_drop)
         for listener in listeners:
             listener()  # wakes the streams, which check for an outage on every tick
@@ -163,14 +169,16 @@ class Faults:
         times: int = 1,
         path_contains: str | None = None,
         server: str | None = None,
+        watch: bool | None = None,
     ) -> None:
         """Answer the next `times` matching requests only after `seconds`. A list is read
-        before the wait, so it arrives stale; a watch sends no headers until then."""
+        before the wait, so it arrives stale; a watch sends no headers until then. `watch`
+        True or False narrows the fault to watches or to everything else."""
         _check_times(times)
         if seconds <= 0:
             raise ValueError("seconds must be > 0")
         with self._lock:
-            self._delays.append(_DelayRule(times, path_contains, server, seconds))
+            self._delays.append(_DelayRule(times, path_contains, server, watch, seconds=seconds))
 
     def answer_empty(
         self,
@@ -178,12 +186,14 @@ class Faults:
         path_contains: str | None = None,
         body: bytes = b"",
         server: str | None = None,
+        watch: bool | None = None,
     ) -> None:
         """The next `times` matching requests get 200 with `body` (by default nothing) in place
-        of their answer: a list that is no list, a watch that ends at once without an event."""
+        of their answer: a list that is no list, a watch that ends at once without an event.
+        `watch` True or False narrows the fault to watches or to everything else."""
         _check_times(times)
         with self._lock:
-            self._empties.append(_EmptyRule(times, path_contains, server, body))
+            self._empties.append(_EmptyRule(times, path_contains, server, watch, body=body))
 
     def limit_page_size(self, items: int | None) -> None:
         """Lists return at most `items` per page (None: as many as asked), as the apiserver
@@ -212,7 +222,7 @@ class Faults:
         or with `clean_end` as if the response were complete, as a truncating proxy does."""
         _check_times(times)
         with self._lock:
-            self._cuts.append(_CutRule(times, path_contains, None, clean_end))
+            self._cuts.append(_CutRule(times, path_contains, None, clean_end=clean_end))
 
     def stall_watches(self, seconds: float, path_contains: str | None = None) -> None:
         """Matching watch streams, open or new, send nothing at all (no event, no bookmark)
@@ -222,7 +232,7 @@ class Faults:
             raise ValueError("seconds must be > 0")
         with self._lock:
             until = self._clock() + seconds
-            self._stalls.append(_StallRule(None, path_contains, None, until))
+            self._stalls.append(_StallRule(None, path_contains, None, until=until))
 
     @property
     def watch_epoch(self) -> int:
@@ -249,36 +259,37 @@ class Faults:
 
     # -- what the fake asks -------------------------------------------------------------------
 
-    def take_failure(self, path: str, server: str = "") -> Failure | None:
+    def take_failure(self, path: str, server: str = "", watch: bool = False) -> Failure | None:
         with self._lock:
-            rule = self._take(self._rules, path, server)
+            rule = self._take(self._rules, path, server, watch)
         return None if rule is None else Failure(rule.status, rule.message)
 
     def outage(self, path: str, server: str = "") -> Outage | None:
         with self._lock:
             rule = self._outage
-        return Outage(rule.status) if rule is not None and rule.matches(path, server) else None
+        matched = rule is not None and rule.matches(path, server, False)
+        return Outage(rule.status) if rule is not None and matched else None
 
-    def take_delay(self, path: str, server: str = "") -> float:
+    def take_delay(self, path: str, server: str = "", watch: bool = False) -> float:
         with self._lock:
-            rule = self._take(self._delays, path, server)
+            rule = self._take(self._delays, path, server, watch)
         return 0.0 if rule is None else rule.seconds
 
-    def take_empty(self, path: str, server: str = "") -> bytes | None:
+    def take_empty(self, path: str, server: str = "", watch: bool = False) -> bytes | None:
         with self._lock:
-            rule = self._take(self._empties, path, server)
+            rule = self._take(self._empties, path, server, watch)
         return None if rule is None else rule.body
 
     def take_cut(self, path: str) -> Cut | None:
         with self._lock:
-            rule = self._take(self._cuts, path, "")
+            rule = self._take(self._cuts, path, "", True)
         return None if rule is None else Cut(rule.clean_end)
 
     def stalled(self, path: str) -> bool:
         with self._lock:
             now = self._clock()
             self._stalls = [rule for rule in self._stalls if rule.until > now]
-            return any(rule.matches(path, "") for rule in self._stalls)
+            return any(rule.matches(path, "", True) for rule in self._stalls)
 
     @property
     def page_limit(self) -> int | None:
@@ -293,10 +304,10 @@ class Faults:
             return True
 
     @staticmethod
-    def _take(rules: list[R], path: str, server: str) -> R | None:
+    def _take(rules: list[R], path: str, server: str, watch: bool) -> R | None:
         """The first matching rule, counted down (and dropped when spent). Lock held."""
         for rule in rules:
-            if rule.matches(path, server):
+            if rule.matches(path, server, watch):
                 if rule.remaining is not None:
                     rule.remaining -= 1
                     if rule.remaining == 0:
