@@ -60,7 +60,7 @@ class ApplyResult:
 
 
 class Executor:
-    def __init__(self, gce: ComputeWriter, max_concurrency: int = 8) -> None:
+    def __init__(self, gce: ComputeWriter, max_concurrency: int = 32) -> None:
         self._gce = gce
         self._max_concurrency = max(1, max_concurrency)
 

@@ -78,7 +78,9 @@ class Settings(BaseSettings):
     gce_backoff_initial_sec: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     gce_backoff_max_sec: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     gce_operation_timeout_sec: float = Field(default=600.0, gt=0, allow_inf_nan=False)
-    max_concurrent_pool_calls: int = Field(default=8, ge=1, le=64)
+    # Pool operations in flight, each holding its slot until DONE: at the default pacing and
+    # 2-3 s operations, 8 capped attaches at ~3-4/s; 32 lets the pacing be the limit.
+    max_concurrent_pool_calls: int = Field(default=32, ge=1, le=64)
 
     # The shared resources
     cluster_id: str | None = None

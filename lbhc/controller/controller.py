@@ -51,7 +51,7 @@ def _log_dry_run(the_plan: Plan) -> None:
 class ControllerOptions:
     dry_run: bool = False
     resync_period: float = 300.0
-    max_concurrency: int = 8
+    max_concurrency: int = 32
     coalesce_sec: float = 0.05
 
 
