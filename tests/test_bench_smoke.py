@@ -89,13 +89,13 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
 
     out = tmp_path / "scale.json"
     args = ["--nodes", "20", "--services", "10", "--resyncs", "1", "--in-process"]
-    assert scale_main([*args, "--variants", "lean-pools", "--json", str(out)]) == 0
+    assert scale_main([*args, "--variants", "full-pools", "--json", str(out)]) == 0
     figures = json.loads(out.read_text())
-    cold = figures["lean-pools"]["cold_start"]
+    cold = figures["full-pools"]["cold_start"]
     assert cold["cluster_services"] == cold["attached"] == 8
     assert cold["gce_calls"]["POST targetPools addHealthCheck"] == 8
     assert cold["gce_calls"]["POST httpHealthChecks"] == cold["gce_calls"]["POST firewalls"] == 1
-    steady = figures["lean-pools"]["steady_state"]
+    steady = figures["full-pools"]["steady_state"]
     assert steady["writes"] == 0 and steady["changes"] == 0
     assert steady["reads"] == steady["reads_allowed"] == 4  # 2 gets, 1 page each of pools, rules
     assert steady["per_service"]["reads"] == 20  # a pool and a check per LoadBalancer Service
@@ -105,7 +105,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     from tests.bench.markdown import render
 
     text = render({"benches": {"scale": figures}})
-    assert "| lean-pools | 0 | 1000 |" in text and "#### Targets" in text
+    assert "| full-pools | 20 | 1000 |" in text and "#### Targets" in text
 
 
 def test_burst_bench_smoke(tmp_path: Path) -> None:
@@ -146,12 +146,12 @@ def test_startup_bench_smoke(tmp_path: Path) -> None:
     from tests.bench.startup_bench import main as startup_main
 
     out = tmp_path / "startup.json"
-    args = ["--nodes", "10", "--services", "4", "--repeats", "1", "--variants", "lean-pools"]
+    args = ["--nodes", "10", "--services", "4", "--repeats", "1", "--variants", "full-pools"]
     args += ["--no-import-probes", "--skip-cli", "--json", str(out)]
     assert startup_main(args) == 0
     figures = json.loads(out.read_text())
-    lean = figures["lean-pools"]
-    assert list(lean["steps_median"]) == [
+    full = figures["full-pools"]
+    assert list(full["steps_median"]) == [
         "interpreter",
         "import_lbhc",
         "import_kubernetes_apis",
@@ -161,7 +161,7 @@ def test_startup_bench_smoke(tmp_path: Path) -> None:
         "first_gce_read",
         "first_plan",
     ]
-    assert lean["ready_since_spawn_median"] > 0 and lean["peak_rss_mb_median"] > 0
+    assert full["ready_since_spawn_median"] > 0 and full["peak_rss_mb_median"] > 0
     assert set(import_cost("import json")) == {"seconds", "rss_mb"}
     assert import_profile("import json")  # some package took some time
 

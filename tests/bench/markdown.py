@@ -47,7 +47,7 @@ def render(results: dict[str, Any]) -> str:
             "",
         ]
         rows = []
-        for variant in ("full-pools", "lean-pools", "default-pacing"):
+        for variant in ("full-pools", "default-pacing"):
             cold = _get(scale, f"{variant}/cold_start")
             if cold:
                 calls = cold["gce_calls"]
@@ -86,7 +86,7 @@ def render(results: dict[str, Any]) -> str:
         )
         out += ["", "#### 2. Steady state: one resync of the converged cluster", ""]
         rows = []
-        for variant in ("full-pools", "lean-pools"):
+        for variant in ("full-pools",):
             steady = _get(scale, f"{variant}/steady_state")
             if steady:
                 per = steady["per_service"]
@@ -243,7 +243,7 @@ def render(results: dict[str, Any]) -> str:
     startup = b.get("startup")
     if startup:
         out += ["", "#### 7. Start-up (restart on the converged cluster of scenario 1)", ""]
-        variants = [v for v in ("full-pools", "lean-pools") if v in startup]
+        variants = [v for v in ("full-pools",) if v in startup]
         steps = list(_get(startup, f"{variants[0]}/steps_median") or {}) if variants else []
         rows = []
         for step in steps:

@@ -58,7 +58,7 @@ BENCHES: dict[str, tuple[str, str, list[str], list[str]]] = {
         "tests.bench.startup_bench",
         "7 start-up",
         [],
-        ["--nodes", "50", "--services", "20", "--repeats", "1", "--variants", "lean-pools"],
+        ["--nodes", "50", "--services", "20", "--repeats", "1"],
     ),
     "plan": (
         "tests.bench.plan_bench",

@@ -12,8 +12,7 @@ rolling update or a rescheduled Pod does).
   and all a hand-written REST client for the other ~10 calls would need), and where the
   import time of the whole start-up goes (`-X importtime`, self time by package).
 
-Variants: full-pools (pools list every node) and lean-pools (pools without instance lists),
-as in scale_bench. Run: `python -m tests.bench.startup_bench --json PATH`.
+Pools list every node as an instance, as in scale_bench (lbhc asks for them without). Run: `python -m tests.bench.startup_bench --json PATH`.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from tests.bench.machine import peak_rss_mb, rss_mb
 from tests.bench.report import add_output_args, emit
 from tests.bench.world import NODE_TAG, PROJECT, REGION, ROOT, FakeWorld, WorldSpec, child_env
 
-VARIANTS = {"full-pools": None, "lean-pools": 0}
+VARIANTS: dict[str, int | None] = {"full-pools": None}
 IMPORT_PROBES = {
     "google.cloud.compute_v1": "import google.cloud.compute_v1",
     "google.auth.transport.requests": "import google.auth.transport.requests",
@@ -211,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--nodes", type=int, default=5_000)
     parser.add_argument("--services", type=int, default=1_000)
-    parser.add_argument("--repeats", type=int, default=3, help="step-by-step runs (lean pools)")
+    parser.add_argument("--repeats", type=int, default=3, help="step-by-step runs")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument(
@@ -230,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in [v.strip() for v in args.variants.split(",") if v.strip()]:
         print(f"startup_bench: variant {name} ...", flush=True)
         # One step-by-step run where pools are full: the GCE read dominates and takes minutes.
-        repeats = args.repeats if VARIANTS[name] == 0 else 1
+        repeats = args.repeats
         figures[name] = run_variant(
             name, args.nodes, args.services, repeats, args.timeout, not args.skip_cli
         )
