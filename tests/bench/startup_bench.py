@@ -12,7 +12,8 @@ rolling update or a rescheduled Pod does).
   and all a hand-written REST client for the other ~10 calls would need), and where the
   import time of the whole start-up goes (`-X importtime`, self time by package).
 
-Pools list every node as an instance, as in scale_bench (lbhc asks for them without). Run: `python -m tests.bench.startup_bench --json PATH`.
+Pools list every node as an instance, as in scale_bench (lbhc asks for them without).
+Run: `python -m tests.bench.startup_bench --json PATH`.
 """
 
 from __future__ import annotations
