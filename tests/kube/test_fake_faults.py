@@ -107,6 +107,18 @@ def test_a_stalled_watch_sends_nothing_then_catches_up(
     assert received - stalled_at >= 0.5  # not a byte during the stall, bookmarks included
 
 
+def test_a_stalled_watch_can_still_be_dropped(
+    kube_fake: KubeFake, core: Any, watches: Open
+) -> None:
+    kube_fake.faults.stall_watches(30, path_contains="/nodes")
+    stream = watches(watch_nodes(core, kube_fake.resource_version))
+    kube_fake.upsert(node("n1"))
+    kube_fake.faults.drop_watches()
+
+    assert stream.wait_end() == []  # cut before it sent anything
+    assert stream.error is not None
+
+
 # -- slow, empty and unanswered requests ----------------------------------------------------
 
 

@@ -126,7 +126,7 @@ def _stream(
 ) -> Iterator[bytes]:
     epoch = faults.watch_epoch
     deadline = time.monotonic() + request.timeout
-    yield from _stall(faults, path, server, stop)
+    yield from _stall(faults, path, server, stop, epoch)
     initial: list[Object] = []
     error: Object | None = None
     with store.lock:  # never yield while holding it: a slow client would stall every write
@@ -154,7 +154,7 @@ def _stream(
         yield _line("BOOKMARK", end)
     next_bookmark = time.monotonic() + bookmark_interval()
     while True:
-        yield from _stall(faults, path, server, stop)
+        yield from _stall(faults, path, server, stop, epoch)
         changes, position, error = _next_changes(store, position, deadline)
         if error is not None:  # compacted past a watcher that fell behind: it must relist
             yield _line("ERROR", error)
@@ -196,13 +196,16 @@ def _send(faults: Faults, path: str, line: bytes) -> Iterator[bytes]:
     raise WatchDropped
 
 
-def _stall(faults: Faults, path: str, server: str, stop: threading.Event | None) -> Iterator[bytes]:
-    """Nothing at all while a stall lasts (ticks only, which send no bytes)."""
+def _stall(
+    faults: Faults, path: str, server: str, stop: threading.Event | None, epoch: int
+) -> Iterator[bytes]:
+    """Nothing at all while a stall lasts (ticks only, which send no bytes); a stalled
+    stream can still be dropped, or cut by an outage."""
     pause = stop or threading.Event()
     while faults.stalled(path):
         if pause.is_set():
             return
-        if faults.outage(path, server):
+        if faults.watch_epoch != epoch or faults.outage(path, server):
             raise WatchDropped
         pause.wait(TICK_SEC)
         yield b""
