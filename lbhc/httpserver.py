@@ -1,16 +1,23 @@
 """A small threaded HTTP/1.1 server: the controller's /healthz, /readyz and /metrics, and the
 fakes that real clients talk to over real sockets. Responses are whole bodies or chunked
-streams (watches)."""
+streams (watches).
+
+The fakes trust their one test client. A server others can reach (the controller's health
+port) is `Exposed`: only its methods, request bodies never read, and a deadline on receiving
+each request, so no request can hold a thread or memory for long."""
 
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 import select
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
@@ -21,6 +28,39 @@ Dispatch = Callable[[str, str, Mapping[str, str], bytes], tuple[int, Mapping[str
 
 _STREAM_DRAIN_SEC = 1.0  # how long stop() lets open streams end cleanly before cutting them
 
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """Limits for a server reachable from outside the process."""
+
+    methods: frozenset[str] = frozenset({"GET", "HEAD"})  # others: 405, on every path
+    # From when the server starts waiting for a request (a new connection or the next one
+    # on a kept-alive connection) to its last header: slow or idle clients are cut off.
+    request_timeout_sec: float = 10.0
+    io_timeout_sec: float = 10.0  # each write of the response (a client that stops reading)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's reads, each bounded by what is left of the handler's deadline."""
+
+    def __init__(self, connection: socket.socket, handler: _Handler) -> None:
+        self._connection = connection
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        deadline = self._handler.deadline
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("request not received in time")
+            self._connection.settimeout(left)
+        return self._connection.recv_into(buffer)
+
 
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 keeps the clients' pooled connections alive.
@@ -29,17 +69,78 @@ class _Handler(BaseHTTPRequestHandler):
     # delayed ACK adds ~40 ms to every keep-alive request.
     disable_nagle_algorithm = True
     dispatch: Dispatch  # set on the per-server subclass
+    exposed: Exposed | None = None  # likewise
+    deadline: float | None = None
     server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        if self.exposed is not None:
+            self.rfile.close()  # the socket's own file: reads go through the deadline instead
+            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+
+    def handle_one_request(self) -> None:
+        if self.exposed is not None:
+            self.deadline = time.monotonic() + self.exposed.request_timeout_sec
+        super().handle_one_request()
+
+    def __getattr__(self, name: str) -> Any:
+        # Any method reaches _serve on an exposed server, which answers 405 itself (the
+        # standard library would answer 501 with its own page).
+        if name.startswith("do_") and self.exposed is not None:
+            return self._serve
+        raise AttributeError(name)
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """As the standard library's, without the Server header that names Python's version."""
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Date", self.date_time_string())
 
     def _serve(self) -> None:
         if self.server.stopping.is_set():  # a stopped server answers nothing, even kept-alive
             self.close_connection = True
             return
+        if self.exposed is not None:
+            self._serve_exposed(self.exposed)
+            return
         body = self._read_body()  # always read: an unread body would corrupt keep-alive
-        status, headers, payload = type(self).dispatch(
-            self.command, self.path, dict(self.headers.items()), body
-        )
+        headers = dict(self.headers.items())
+        self._reply(*type(self).dispatch(self.command, self.path, headers, body))
+
+    def _serve_exposed(self, exposed: Exposed) -> None:
+        self.deadline = None
+        self.connection.settimeout(exposed.io_timeout_sec)
+        if self.headers.get("Content-Length", "0").strip() != "0" or self.headers.get(
+            "Transfer-Encoding"
+        ):
+            # The body is never read (nothing served takes one), so the connection cannot
+            # carry another request after it.
+            self.close_connection = True
+        if self.command not in exposed.methods:
+            allow = ", ".join(sorted(exposed.methods))
+            headers = {
+                "Allow": allow,
+                "Content-Type": "text/plain; charset=utf-8",
+                "X-Content-Type-Options": "nosniff",
+            }
+            self._reply(405, headers, b"method not allowed\n")
+            return
+        self._reply(*self._dispatch(b""))
+
+    def _dispatch(self, body: bytes) -> tuple[int, Mapping[str, str], Body]:
+        """A failure answers 500 and is logged (path cut short: it is the client's text)."""
+        try:
+            headers = dict(self.headers.items())
+            return type(self).dispatch(self.command, self.path, headers, body)
+        except Exception:
+            log.exception("%s: %s %.200s failed", self.server.name, self.command, self.path)
+            return 500, {"Content-Type": "text/plain; charset=utf-8"}, b"internal error\n"
+
+    def _reply(self, status: int, headers: Mapping[str, str], payload: Body) -> None:
         self.send_response(status)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         for key, value in headers.items():
             self.send_header(key, value)
         if isinstance(payload, bytes | bytearray):
@@ -113,8 +214,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # a client blocked in a long wait must not hang stop()
 
-    def __init__(self, address: tuple[str, int], handler: type[_Handler]) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], name: str) -> None:
         super().__init__(address, handler)
+        self.name = name
         self.stopping = threading.Event()
         self._streams: set[socket.socket] = set()
         self._streams_changed = threading.Condition()
@@ -161,9 +263,15 @@ class LoopbackServer:
     """Serve `dispatch` on http://HOST:PORT (port 0 picks a free one); start/stop or `with`."""
 
     def __init__(
-        self, dispatch: Dispatch, name: str, host: str = "127.0.0.1", port: int = 0
+        self,
+        dispatch: Dispatch,
+        name: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        exposed: Exposed | None = None,
     ) -> None:
         self._dispatch = dispatch
+        self._exposed = exposed
         self._name = name
         self._host = host
         self._port = port
@@ -188,10 +296,9 @@ class LoopbackServer:
         with self._lock:
             if self._server is not None:
                 return self
-            handler = type(
-                f"{self._name}-handler", (_Handler,), {"dispatch": staticmethod(self._dispatch)}
-            )
-            self._server = _Server((self._host, self._port), handler)
+            attributes = {"dispatch": staticmethod(self._dispatch), "exposed": self._exposed}
+            handler = type(f"{self._name}-handler", (_Handler,), attributes)
+            self._server = _Server((self._host, self._port), handler, self._name)
             self._stopping = self._server.stopping
             self._thread = threading.Thread(
                 target=self._server.serve_forever,
