@@ -36,6 +36,10 @@ class SandboxOptions:
     directory: Path | None = None  # where the kubeconfig goes (a temporary one if None)
     kube_port: int = 0
     compute_port: int = 0
+    # The emulated kube-proxies' port (KubeProxyFleet's `port`): None tries 10256 on every
+    # node address; 0 takes one shared ephemeral port from the start, so sandboxes in other
+    # processes never make the fleet move every server mid-run.
+    kube_proxy_port: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.time_scale <= 1:
@@ -90,7 +94,9 @@ class Sandbox:
         if directory is None:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lbhc-")))
         self.kubeconfig = self.kube_server.write_kubeconfig(directory / "kubeconfig")
-        self.fleet = stack.enter_context(KubeProxyFleet(self.kube).start())
+        self.fleet = stack.enter_context(
+            KubeProxyFleet(self.kube, port=options.kube_proxy_port).start()
+        )
         self.prober = stack.enter_context(
             HealthProber(
                 self.compute, self.fleet.endpoint_for_instance, time_scale=options.time_scale

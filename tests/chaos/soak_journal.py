@@ -1,0 +1,65 @@
+"""Who wrote what, from the fakes' journals (every request, answered or refused): lbhc may
+write only its own check and firewall and attach/detach on pools of this cluster's Services;
+the cloud provider only deletes those Services' load balancers; the soak's oracle nothing;
+and lbhc's writes to Kubernetes go only to its Lease and to Events."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from lbhc.sandbox.compute_fake.journal import JournalEntry as GceEntry
+from lbhc.sandbox.kube_fake.journal import JournalEntry as KubeEntry
+
+_POOL_CALL = re.compile(r"/regions/[^/]+/targetPools/([^/]+)/(addHealthCheck|removeHealthCheck)$")
+_LB_DELETE = re.compile(r"/regions/[^/]+/(forwardingRules|targetPools)/([^/]+)$")
+_KUBE_WRITES_ALLOWED = (
+    re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/lbhc-system/leases(/[^/]+)?$"),
+    re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/[^/]+/events(/[^/]+)?$"),
+)
+_KUBE_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def wrong_gce_writes(
+    entries: Iterable[GceEntry], *, identity: str, check_name: str, service_pools: set[str]
+) -> list[str]:
+    wrong = []
+    for entry in entries:
+        if not entry.mutating:
+            continue
+        if entry.client_id == identity and _lbhc_may(entry, check_name, service_pools):
+            continue
+        if entry.client_id == "" and entry.method == "DELETE":
+            deleted = _LB_DELETE.search(entry.path)
+            if deleted and deleted.group(2) in service_pools:
+                continue  # the cloud provider removing a deleted Service's load balancer
+        wrong.append(f"{entry.client_id or 'no client id'}: {entry.method} {entry.path}")
+    return wrong
+
+
+def _lbhc_may(entry: GceEntry, check_name: str, service_pools: set[str]) -> bool:
+    path, body = entry.path, entry.body or {}
+    for collection in ("httpHealthChecks", "firewalls"):
+        if path.endswith(f"/global/{collection}/{check_name}") and entry.method != "POST":
+            return True
+        if path.endswith(f"/global/{collection}") and entry.method == "POST":
+            return body.get("name") == check_name
+    call = _POOL_CALL.search(path)
+    if call is None or call.group(1) not in service_pools:
+        return False
+    refs = [str(ref.get("healthCheck", "")) for ref in body.get("healthChecks") or []]
+    return bool(refs) and all(
+        ref.endswith(f"/global/httpHealthChecks/{check_name}") for ref in refs
+    )
+
+
+def wrong_kube_writes(entries: Iterable[KubeEntry]) -> list[str]:
+    """Writes that came over HTTP (only lbhc writes that way: the sandbox's actors call the
+    fake in process, with no User-Agent) to anything but lbhc's Lease and Events."""
+    return [
+        f"{entry.user_agent}: {entry.method} {entry.path}"
+        for entry in entries
+        if entry.method in _KUBE_WRITE_METHODS
+        and entry.user_agent
+        and not any(allowed.match(entry.path) for allowed in _KUBE_WRITES_ALLOWED)
+    ]
