@@ -249,6 +249,21 @@ def test_new_fault_arguments_are_checked(kube_fake: KubeFake, arm: Callable[[Any
         arm(kube_fake.faults)
 
 
+def test_a_history_limit_set_later_expires_watchers_that_fall_behind(
+    kube_fake: KubeFake, kube_server: KubeFakeServer
+) -> None:
+    start = kube_fake.resource_version
+    kube_fake.history_limit = 2
+    seed(kube_fake, *(node(f"n{i}") for i in range(4)))
+
+    data, _ = raw_watch(kube_server, f"/api/v1/nodes?watch=1&resourceVersion={start}")
+
+    event = json.loads(data)
+    assert (event["type"], event["object"]["code"]) == ("ERROR", 410)
+    with pytest.raises(ValueError):
+        kube_fake.history_limit = 0
+
+
 # -- journal and restarts ---------------------------------------------------------------------
 
 

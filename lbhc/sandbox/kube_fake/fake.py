@@ -153,6 +153,16 @@ class KubeFake:
         return [(str(rv), obj) for rv, obj in self._store.revisions(kind, namespace, name)]
 
     @property
+    def history_limit(self) -> int | None:
+        """How many changes watches and continued lists can reach back (None: all until
+        compact()); lower it to make a burst of writes outrun a slow watcher (410, relist)."""
+        return self._store.history_limit
+
+    @history_limit.setter
+    def history_limit(self, changes: int | None) -> None:
+        self._store.history_limit = changes
+
+    @property
     def resource_version(self) -> str:
         return str(self._store.resource_version)
 

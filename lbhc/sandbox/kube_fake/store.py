@@ -81,6 +81,18 @@ class Store:
             return self._rv
 
     @property
+    def history_limit(self) -> int | None:
+        with self.lock:
+            return self._history_limit
+
+    @history_limit.setter
+    def history_limit(self, changes: int | None) -> None:
+        if changes is not None and changes < 1:
+            raise ValueError("history_limit must be >= 1 (or None: keep everything)")
+        with self.lock:
+            self._history_limit = changes
+
+    @property
     def compacted(self) -> int:
         with self.lock:
             return self._compacted

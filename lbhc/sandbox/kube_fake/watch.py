@@ -154,8 +154,9 @@ def _stream(
         yield _line("BOOKMARK", end)
     next_bookmark = time.monotonic() + bookmark_interval()
     while True:
-        yield from _stall(faults, path, server, stop, epoch)
         changes, position, error = _next_changes(store, position, deadline)
+        # After reading: changes that came in as a stall began are held back with the rest.
+        yield from _stall(faults, path, server, stop, epoch)
         if error is not None:  # compacted past a watcher that fell behind: it must relist
             yield _line("ERROR", error)
             return
