@@ -207,3 +207,35 @@ def out_of_order(compute: ComputeFake) -> list[str]:
     ):
         out.append("firewall deleted while the check still existed")
     return out
+
+
+def wrong_writers(
+    journal: list[JournalEntry], killed_at: float, victim: str, successor: str
+) -> list[str]:
+    """Only the two processes write, and a successor with an identity of its own (a standby)
+    writes nothing while the victim lives. The fake's clock is the test's monotonic clock."""
+    out: list[str] = []
+    for entry in (e for e in journal if e.mutating):
+        what = f"{entry.method} {entry.path} by {entry.client_id!r}"
+        if entry.client_id not in (victim, successor):
+            out.append(what)
+        elif entry.client_id != victim and entry.time < killed_at:
+            out.append(f"{what} before the leader was killed")
+    return out
+
+
+def saw_in_flight(
+    journal: list[JournalEntry],
+    killed_at: float,
+    latency: float,
+    processes: tuple[str, str],
+    since: float,
+) -> bool:
+    """Did the successor's first request (at `since` or later) come while a mutation of the
+    victim's was still an operation in flight (each stays PENDING/RUNNING for `latency`)?"""
+    victim, successor = processes
+    sent = [e.time for e in journal if e.mutating and e.client_id == victim and e.time <= killed_at]
+    first = min(
+        (e.time for e in journal if e.time >= since and e.client_id == successor), default=None
+    )
+    return bool(sent) and first is not None and first < max(sent) + latency

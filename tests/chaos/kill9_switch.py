@@ -28,16 +28,18 @@ def is_mutation(method: str, path: str) -> bool:
     """A write lbhc sends (operation waits and getHealth are POSTs that change nothing)."""
     if method not in ("POST", "PUT", "PATCH", "DELETE"):
         return False
-    return "/operations/" not in path and not path.endswith("/getHealth")
+    route = path.split("?", 1)[0]
+    return "/operations/" not in route and not route.endswith("/getHealth")
 
 
 def phase_of(method: str, path: str, body: bytes, our_check_url: str) -> str:
     """Which step of the executor a mutation belongs to."""
+    route = path.split("?", 1)[0]
     if method == "DELETE":
         return "delete"
-    if path.endswith("/addHealthCheck"):
+    if route.endswith("/addHealthCheck"):
         return "attach"
-    if path.endswith("/removeHealthCheck"):
+    if route.endswith("/removeHealthCheck"):
         # Removing someone else's check is the first half of a replacement.
         return "detach" if our_check_url.encode() in body else "replace"
     return "ensure"
@@ -133,7 +135,7 @@ class KillSwitch:
             if self._count != point.mutation:
                 return True
             self._phase = phase_of(method, path, body, self._url)
-            self._path = path
+            self._path = path.split("?", 1)[0]
             if point.moment == "unsent":
                 self._fire_locked()
                 return False

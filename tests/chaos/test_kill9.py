@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.chaos.kill9_scenario import PHASES, build
+from tests.chaos.kill9_spec import KILLED_IN, RESTARTS, TrialSpec
 from tests.chaos.kill9_switch import MOMENTS
-from tests.chaos.kill9_trial import RESTARTS, TrialResult, TrialSpec, run_trial
+from tests.chaos.kill9_trial import TrialResult, run_trial
 from tests.chaos.record import record
 
 # make test: one kill in the ensure step, one among attaches, one in detach + GC.
@@ -36,14 +37,18 @@ FULL_TRIALS = 60
 
 
 def full_specs() -> list[TrialSpec]:
-    """Every phase meets every moment and every successor kind (60 = 5 x 4 x 3)."""
-    specs = []
-    for i in range(FULL_TRIALS):
-        phase = PHASES[i % len(PHASES)]
-        restart = RESTARTS[i % len(RESTARTS)]
-        moment = MOMENTS[(i // len(PHASES) + i // 20) % len(MOMENTS)]
-        specs.append(TrialSpec(1000 + i, phase, moment, restart))
-    return specs
+    """Every pair of phase, moment and successor kind occurs, and every phase and every
+    successor kind with slow operations (in flight when the successor starts)."""
+    return [
+        TrialSpec(
+            1000 + i,
+            PHASES[i % len(PHASES)],
+            MOMENTS[(i // len(PHASES)) % len(MOMENTS)],
+            RESTARTS[i % len(RESTARTS)],
+            slow=i % 3 == 0,
+        )
+        for i in range(FULL_TRIALS)
+    ]
 
 
 _results: dict[str, list[TrialResult]] = {"short": [], "full": []}
@@ -69,6 +74,7 @@ def summary(results: list[TrialResult]) -> dict[str, object]:
         "kills_by_phase": dict(Counter(r.kill.phase for r in results)),
         "kills_by_moment": dict(Counter(r.spec.moment for r in results)),
         "successors": dict(Counter(r.spec.restart for r in results)),
+        "successor_saw_ops_in_flight": sum(r.in_flight for r in results),
         "leaked": total("leaked"),
         "missing": total("missing"),
         "foreign_touched": total("foreign_touched"),
@@ -84,9 +90,9 @@ def summary(results: list[TrialResult]) -> dict[str, object]:
 def _trial(spec: TrialSpec, tmp_path: Path, scale: str) -> None:
     result = run_trial(spec, tmp_path)
     _results[scale].append(result)
-    assert result.verdict.problems() == [], (
-        f"{spec} killed at {result.kill} in {result.scenario}: {result.verdict}"
-    )
+    where = f"{spec} killed at {result.kill} in {result.scenario}"
+    assert result.kill.phase in KILLED_IN[spec.phase], where
+    assert result.verdict.problems() == [], f"{where}: {result.verdict}"
 
 
 def test_short_trials_cover_ensure_attach_and_detach_with_gc() -> None:
