@@ -49,6 +49,7 @@ _QUALIFIED_NAME = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
+_MAX_GCE_NAME = 63
 _CONTROL_OR_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")
 # The settings that are also flags (the rest: LBHC_* env or --config only).
 FLAG_SETTINGS = frozenset(
@@ -206,11 +207,19 @@ class Settings(BaseSettings):
 
     @field_validator("base_name")
     @classmethod
-    def _check_base_name(cls, value: str) -> str:
+    def _check_base_name(cls, value: str, info: ValidationInfo) -> str:
         if not _BASE_NAME.match(value):
             raise ValueError(
                 "expected a GCE name prefix: lowercase letter first, then up to 41 "
                 "lowercase letters, digits or dashes"
+            )
+        # The shared resources are named base_name-cluster_id: refused here, not at the
+        # first plan (a derived cluster id is 8 characters, which any valid base name fits).
+        cluster_id = info.data.get("cluster_id")
+        if cluster_id and len(value) + 1 + len(cluster_id) > _MAX_GCE_NAME:
+            raise ValueError(
+                f"base_name-cluster_id would be {len(value) + 1 + len(cluster_id)} characters; "
+                f"expected at most {_MAX_GCE_NAME} together (a GCE name): shorten either"
             )
         return value
 

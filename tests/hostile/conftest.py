@@ -13,6 +13,7 @@ import pytest
 
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
+from lbhc.settings import Settings
 from tests.builders import KUBE_SYSTEM_UID, PROJECT
 from tests.kube.conftest import namespace, write_kubeconfig
 
@@ -54,9 +55,11 @@ def clean_fakes(fakes: Fakes) -> Fakes:
 
 @pytest.fixture(autouse=True)
 def no_lbhc_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings from the machine's environment must not leak into a case."""
+    """Settings from the machine's environment must not leak into a case (LBHC_CHAOS_REPORT
+    and other test switches stay)."""
+    settings_vars = {f"LBHC_{name.upper()}" for name in Settings.model_fields}
     for var in list(os.environ):
-        if var.startswith("LBHC_"):
+        if var.upper() in settings_vars:
             monkeypatch.delenv(var)
 
 

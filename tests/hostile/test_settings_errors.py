@@ -300,3 +300,17 @@ def test_a_missing_required_setting_says_every_way_to_give_it(
         result, "setting 'node_tags': required: pass --node-tags, set LBHC_NODE_TAGS"
     )
     assert_nothing_started(clean_fakes, port)
+
+
+def test_a_base_name_and_cluster_id_too_long_together_are_refused_up_front(
+    clean_fakes: Fakes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each is valid alone; together they name no GCE resource (found by the planner fuzz)."""
+    port = free_port()
+    monkeypatch.setenv("LBHC_BASE_NAME", "a" * 42)
+    flags = base_flags(clean_fakes, port) | {"cluster_id": "b" * 32}
+    result = run_cli(capsys, argv(flags))
+    assert_one_clear_line(
+        result, "setting 'base_name'", "would be 75 characters; expected at most 63"
+    )
+    assert_nothing_started(clean_fakes, port)
