@@ -79,6 +79,7 @@ def assert_safe_firewall(firewall: Firewall, world: PlannerWorld) -> None:
     assert firewall.destination_ranges == ()
     assert firewall.source_tags == ()
     assert firewall.source_service_accounts == () and firewall.target_service_accounts == ()
+    assert firewall.target_tags, "no target tags: the rule would apply to every VM"
     assert sorted(firewall.target_tags) == sorted(world.config.node_tags)
     body = firewall_to_json(firewall)
     assert body["allowed"] == [{"IPProtocol": "tcp", "ports": [port]}]
