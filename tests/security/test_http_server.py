@@ -24,7 +24,7 @@ from lbhc.httpserver import Exposed, LoopbackServer
 from tests.chaos.record import record
 from tests.controller.harness import wait_for, world
 
-LIMITS = Exposed(request_timeout_sec=0.5, io_timeout_sec=2.0)
+LIMITS = Exposed(request_timeout_sec=0.5, io_timeout_sec=1.0)
 GENEROUS = 15.0  # any wait for the server: a bound on hanging, never a speed claim
 PLAN = {"changes": [], "summary": {"create": 0}}
 

@@ -86,10 +86,11 @@ def test_no_canary_in_any_output_of_lbhc_processes(tmp_path: Path, chaos_scale: 
         assert ctl.logged("401") and ctl.logged("403") and ctl.logged("500")
 
         debug = ("--log-level", "DEBUG")
-        commands = [("plan", *debug), ("apply", "--output", "json", *debug)]
-        commands += [("status", "--lb-health", *debug)]
+        # apply's text output holds the plan's text rendering and the result's.
+        commands = [("apply", *debug), ("status", "--lb-health", *debug)]
         if chaos_scale == "full":
             commands += [("plan", "--output", "json", *debug), ("status", "--output", "json")]
+            commands += [("apply", "--output", "json", *debug), ("plan", *debug)]
         c.lbhc(*commands)
         # One-line errors: GCE rejects the token, then (full) the Kubernetes API does.
         w.compute.faults.fail_requests(times=1, status=401, reason="authError", message=GCE_401)
