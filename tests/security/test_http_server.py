@@ -27,6 +27,8 @@ from tests.controller.harness import wait_for, world
 LIMITS = Exposed(request_timeout_sec=0.5, io_timeout_sec=1.0)
 GENEROUS = 15.0  # any wait for the server: a bound on hanging, never a speed claim
 PLAN = {"changes": [], "summary": {"create": 0}}
+SLOW_CLIENTS = 20  # slowloris connections at once
+HELD_AT_STOP = 10  # connections open (half of them mid-request) when the server stops
 
 
 @dataclass(frozen=True)
@@ -151,16 +153,16 @@ def test_head_answers_headers_only(server: LoopbackServer) -> None:
 # ---- bodies are never read ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("request_head", "status"),
-    [
-        (get("/healthz", "POST", "Content-Length: 1000000000000\r\n") + b"partial", 405),
-        (get("/healthz", extra="Content-Length: 1000000000\r\n"), 200),
-        (get("/healthz", extra="Content-Length: not-a-number\r\n"), 200),
-        (get("/metrics", extra="Transfer-Encoding: chunked\r\n") + b"ffffffff\r\nxx", 200),
-        (get("/plan", "PUT", "Transfer-Encoding: gzip, chunked\r\n"), 405),
-    ],
-)
+BODIES = [
+    (get("/healthz", "POST", "Content-Length: 1000000000000\r\n") + b"partial", 405),
+    (get("/healthz", extra="Content-Length: 1000000000\r\n"), 200),
+    (get("/healthz", extra="Content-Length: not-a-number\r\n"), 200),
+    (get("/metrics", extra="Transfer-Encoding: chunked\r\n") + b"ffffffff\r\nxx", 200),
+    (get("/plan", "PUT", "Transfer-Encoding: gzip, chunked\r\n"), 405),
+]
+
+
+@pytest.mark.parametrize(("request_head", "status"), BODIES)
 def test_a_body_is_never_waited_for_and_ends_the_connection(
     server: LoopbackServer, request_head: bytes, status: int
 ) -> None:
@@ -176,19 +178,19 @@ def test_a_body_is_never_waited_for_and_ends_the_connection(
 # ---- malformed, huge, slow and idle requests ----------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("raw", "status"),
-    [
-        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
-        (get("/healthz", extra="X-Big: " + "b" * 70_000 + "\r\n"), 431),
-        (get("/healthz", extra="".join(f"X-{i}: v\r\n" for i in range(150))), 431),
-        (b"GET /healthz HTTP/9.9\r\n\r\n", 505),
-        (b"GET /healthz HTTP/1.1 extra\r\n\r\n", 400),
-        (b"\x00\xff\xfe garbage \x01\r\n\r\n", 400),
-        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40 + b"\r\n\r\n", 400),
-        (get("/healthz", extra="Bad Header Without Colon\r\n"), 200),
-    ],
-)
+MALFORMED = [
+    (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
+    (get("/healthz", extra="X-Big: " + "b" * 70_000 + "\r\n"), 431),
+    (get("/healthz", extra="".join(f"X-{i}: v\r\n" for i in range(150))), 431),
+    (b"GET /healthz HTTP/9.9\r\n\r\n", 505),
+    (b"GET /healthz HTTP/1.1 extra\r\n\r\n", 400),
+    (b"\x00\xff\xfe garbage \x01\r\n\r\n", 400),
+    (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40 + b"\r\n\r\n", 400),
+    (get("/healthz", extra="Bad Header Without Colon\r\n"), 200),
+]
+
+
+@pytest.mark.parametrize(("raw", "status"), MALFORMED)
 def test_malformed_and_huge_requests_get_an_answer(
     server: LoopbackServer, raw: bytes, status: int
 ) -> None:
@@ -229,7 +231,7 @@ def test_headers_trickled_slowly_are_cut_off_while_others_are_served(
             except OSError:
                 outcome.append("cut off")
 
-    slow = [threading.Thread(target=trickle, daemon=True) for _ in range(20)]
+    slow = [threading.Thread(target=trickle, daemon=True) for _ in range(SLOW_CLIENTS)]
     for thread in slow:
         thread.start()
     assert still_serving(server)
@@ -269,7 +271,7 @@ def test_stop_returns_with_hostile_connections_open() -> None:
     with ExitStack() as stack:
         s = health_server("127.0.0.1:0", Metrics(), lambda: (True, "ok"), exposed=Exposed())
         s.start()
-        socks = [stack.enter_context(connect(s)) for _ in range(10)]
+        socks = [stack.enter_context(connect(s)) for _ in range(HELD_AT_STOP)]
         for sock in socks[:5]:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nX-Slow: ")  # never finished
         started = time.monotonic()
@@ -293,7 +295,7 @@ def test_the_running_controller_serves_with_the_limits() -> None:
         "http-server",
         paths_probed=len(NOT_SERVED) + 7,
         methods_probed=len(METHODS),
-        hostile_requests=8 + 5 + 20 + 3,
+        hostile_requests=len(MALFORMED) + len(BODIES) + SLOW_CLIENTS + HELD_AT_STOP + 3,
     )
 
 
