@@ -71,6 +71,8 @@ def clusters(draw: st.DrawFn) -> ClusterSnapshot:
         draw(st.lists(raw_node(versions=sane_versions), min_size=1, max_size=4)),
         lambda n: n["metadata"]["name"],
     )
+    if draw(st.integers(0, 4)) == 0:  # a node too old for /healthz: fallback's trigger
+        nodes.append(draw(raw_node(name="old-node", versions=st.just("v1.6.13"))))
     services = _unique(
         draw(st.lists(raw_service(), max_size=6)),
         lambda s: (s["metadata"]["namespace"], s["metadata"]["name"]),

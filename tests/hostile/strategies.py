@@ -90,7 +90,7 @@ def _meta(draw: st.DrawFn, name: str, namespace: str | None) -> dict[str, Any]:
 def mostly(common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """`common` nine times in ten: one odd value among many plain ones is what a cluster
     looks like, and what lets the rest of a world still reach every decision."""
-    return st.integers(0, 9).flatmap(lambda i: common if i else rare)
+    return st.sampled_from([common] * 9 + [rare]).flatmap(lambda chosen: chosen)
 
 
 sane_versions = mostly(st.sampled_from(["v1.31.4", "v1.31.4-gke.100", "v1.30.2"]), version_text)
@@ -301,7 +301,7 @@ def planner_settings(draw: st.DrawFn) -> dict[str, Any]:
         "load_balancer_classes": draw(st.sampled_from(["", "example.com/mine"])),
         "unknown_version_policy": draw(st.sampled_from(["fallback", "assume-supported"])),
         "fallback_policy": draw(
-            st.sampled_from(["any-old-node", "never", "assume-version v1.31.0"])
+            st.sampled_from(["any-old-node"] * 3 + ["never", "assume-version v1.31.0"])
         ),
         "kube_proxy_draining_gate": draw(st.sampled_from(["unknown", "enabled", "disabled"])),
     }
