@@ -25,7 +25,11 @@ from lbhc.kube.decode import (
     describe_validation_error,
 )
 from lbhc.kube.snapshot_file import SnapshotFileError, parse_cluster_snapshot
+from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.cluster import ClusterSnapshot
+from lbhc.model.plan import Action
+from lbhc.planner.planner import plan
+from tests.builders import config
 from tests.chaos.record import record
 from tests.hostile.fuzzing import fuzz_settings
 from tests.hostile.strategies import RAW, json_values, mutated
@@ -38,6 +42,7 @@ LISTS: dict[str, type[ObjectList]] = {
     "DaemonSet": DaemonSetList,
 }
 MAX_LINE = 300  # one clear line, whatever the input held
+CONFIG = config(cluster_id="fuzz")  # a dump may lack the kube-system Namespace
 
 
 def assert_one_line(message: str) -> None:
@@ -143,6 +148,9 @@ def test_the_snapshot_loader_loads_or_fails_in_one_line(chaos_scale: str) -> Non
             return
         assert isinstance(snapshot, ClusterSnapshot)
         assert snapshot.gaps, "a dump can never prove it is complete"
+        # What `lbhc plan --cluster-snapshot` does next: it plans, and never removes.
+        the_plan = plan(snapshot, CloudSnapshot(), CONFIG)
+        assert not {c.action for c in the_plan.changes} & {Action.DETACH, Action.DELETE}
         seen["loaded"] += 1
 
     check()
