@@ -156,6 +156,7 @@ def test_latency(api: Any, fake: ComputeFake) -> None:
     assert time.monotonic() - started >= 0.15
     fake.faults.latency(0)
     assert fake.faults.extra_latency() == 0
+    assert fake.faults.injected() == {"latency": 1}
 
 
 def add_check_request() -> compute_v1.TargetPoolsAddHealthCheckRequest:
@@ -297,3 +298,31 @@ def test_injected_counts_every_kind(api: Any, fake: ComputeFake) -> None:
         "lost_response": 1,
         "operation_error": 1,
     }
+
+
+def test_last_ended_is_when_the_latest_fault_stopped_acting(
+    api: Any, fake: ComputeFake, clock: Any
+) -> None:
+    assert fake.faults.last_ended() == 0.0
+    fake.faults.fail_requests(times=1, status=503)
+    with pytest.raises(gexc.ServiceUnavailable):
+        api.call("GET", f"{HCS}/hc")
+    assert fake.faults.last_ended() == clock()
+    fake.faults.stall_operations(times=1, seconds=30.0)
+    api.call("POST", HCS, {"name": "stuck"})
+    assert fake.faults.last_ended() == clock() + 30.0
+    clock.advance(100.0)
+    fake.faults.stall_operations(times=1)  # for ever: counts from its start
+    api.call("POST", HCS, {"name": "stuck-for-ever"})
+    assert fake.faults.last_ended() == clock()
+
+
+def test_end_stalls_lets_a_stuck_operation_finish(api: Any, fake: ComputeFake) -> None:
+    fake.faults.stall_operations(times=1, operation_type="insert")
+    op = api.call("POST", HCS, {"name": "stuck"})
+    assert "stuck" not in fake.http_health_checks(P)
+    assert fake.end_stalls() == 1
+    assert "stuck" in fake.http_health_checks(P)
+    done = api.call("GET", f"projects/{P}/global/operations/{op['name']}")
+    assert done["status"] == "DONE" and "error" not in done
+    assert fake.end_stalls() == 0

@@ -255,6 +255,16 @@ class ComputeFake:
             ops.sort(key=lambda op: op.created)
             return [operations.render(self._store, op) for op in ops]
 
+    def end_stalls(self) -> int:
+        """Let every stalled operation finish (Faults.stall_operations), as a stuck backend
+        recovering: each completes at its latency, effect applied. Returns how many."""
+        with self._store.lock:
+            stalled = [op for op in self._store.pending if op.stall]
+            for op in stalled:
+                op.stall = 0.0
+            operations.advance(self._store)
+            return len(stalled)
+
     @property
     def waiters(self) -> int:
         """How many operations `wait` requests are blocked right now (for tests to sync on)."""

@@ -96,6 +96,7 @@ class Faults:
         self._slow: list[_SlowRule] = []
         self._actions: list[_Action] = []
         self._injected: Counter[str] = Counter()
+        self._ended = 0.0
 
     def fail_requests(
         self,
@@ -200,9 +201,22 @@ class Faults:
     def injected(self) -> dict[str, int]:
         """How many faults of each kind took effect so far (kept across `clear`):
         request_error, lost_response, rate_limited, operation_error, operation_stall,
-        slow_request, slow_response, action."""
+        slow_request, slow_response, action, latency (requests slowed)."""
         with self._lock:
             return {kind: count for kind, count in self._injected.items() if count}
+
+    def last_ended(self) -> float:
+        """When the latest fault to take effect stopped acting, on the fake's clock: an error
+        answered, a hold or a finite stall over (an endless stall counts from its start);
+        0 when none has. What "time to converge after the fault" is measured from."""
+        with self._lock:
+            return self._ended
+
+    def _count(self, kind: str, lasting: float = 0.0) -> None:
+        """Caller holds the lock."""
+        self._injected[kind] += 1
+        now = self._clock()
+        self._ended = max(self._ended, now + lasting if math.isfinite(lasting) else now)
 
     def latency(self, seconds: float) -> None:
         """Extra real-time latency added to every request (0 switches it off)."""
@@ -222,7 +236,10 @@ class Faults:
     # -- used by the fake --------------------------------------------------------------------
 
     def extra_latency(self) -> float:
+        """The latency to add to the request being served (counted as one "latency" fault)."""
         with self._lock:
+            if self._latency:
+                self._count("latency", self._latency)
             return self._latency
 
     def check_request(self, method: str, path: str, mutating: bool) -> ComputeError | None:
@@ -230,16 +247,17 @@ class Faults:
         runs any action due for it and holds a slow request (both with no lock held)."""
         with self._lock:
             actions = self._take_matching(self._actions, method, path)
-            self._injected["action"] += len(actions)
+            for _ in actions:
+                self._count("action")
         for action in actions:
             action.run()
         with self._lock:
             if self._rate_limited(mutating):
-                self._injected["rate_limited"] += 1
+                self._count("rate_limited")
                 return fault(403, "rateLimitExceeded")
             error = self._take(method, path, after_apply=False)
             if error is not None:
-                self._injected["request_error"] += 1
+                self._count("request_error")
                 return error
             delay = self._take_delay(method, path, after_apply=False)
         if delay:
@@ -252,7 +270,7 @@ class Faults:
         with self._lock:
             error = self._take(method, path, after_apply=True)
             if error is not None:
-                self._injected["lost_response"] += 1
+                self._count("lost_response")
                 return error
             delay = self._take_delay(method, path, after_apply=True)
         if delay:
@@ -279,7 +297,7 @@ class Faults:
                 and rule.matches(method, path)
             ):
                 rule.remaining -= 1
-                self._injected["slow_response" if after_apply else "slow_request"] += 1
+                self._count("slow_response" if after_apply else "slow_request", rule.seconds)
                 return rule.seconds
         return 0.0
 
@@ -295,7 +313,7 @@ class Faults:
             for rule in self._operations:
                 if rule.remaining > 0 and rule.operation_type in (None, operation_type):
                     rule.remaining -= 1
-                    self._injected["operation_error"] += 1
+                    self._count("operation_error")
                     return rule.error
             return None
 
@@ -305,7 +323,7 @@ class Faults:
             for rule in self._stalls:
                 if rule.remaining > 0 and rule.operation_type in (None, operation_type):
                     rule.remaining -= 1
-                    self._injected["operation_stall"] += 1
+                    self._count("operation_stall", rule.seconds)
                     return rule.seconds
             return 0.0
 
