@@ -56,12 +56,13 @@ BENCH_JSON ?= bench-results.json
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run_all --json $(BENCH_JSON) $(if $(wildcard $(BENCH_JSON)),--compare $(BENCH_JSON))
 
-# Issue 8's reliability suites at full size (kill -9 trials, soak, fault classes), figures
-# into chaos-results.jsonl for docs/reliability.md. make test runs their short seeded versions.
+# Issue 8's reliability suites at full size (kill -9 trials, soak, fault classes, fuzzing,
+# the credential scan), figures into chaos-results.jsonl for docs/reliability.md.
+# make test runs their short seeded versions.
 CHAOS_JSON ?= chaos-results.jsonl
 chaos: $(STAMP)
 	rm -f $(CHAOS_JSON)
-	LBHC_CHAOS_REPORT=$(abspath $(CHAOS_JSON)) $(BIN)/python -m pytest -q --chaos tests/chaos
+	LBHC_CHAOS_REPORT=$(abspath $(CHAOS_JSON)) $(BIN)/python -m pytest -q --chaos tests/chaos tests/hostile tests/security
 	$(BIN)/python -m tests.chaos.report $(CHAOS_JSON)
 
 # Lists the pins in requirements.lock that have known vulnerabilities (PyPI's advisories).

@@ -341,3 +341,22 @@ def test_usage_errors_exit_1_never_2(argv: list[str], capsys: pytest.CaptureFixt
         main([*argv, "--detailed-exitcode"] if argv[:1] == ["plan"] else argv)
     assert caught.value.code == 1
     assert "lbhc: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["apiVersion: v1\nclusters: [ {name: a\nusers:\n", "key: 'unterminated\n", "a: b: c\n"],
+    ids=["unclosed-flow", "unterminated-quote", "nested-colon"],
+)
+def test_a_kubeconfig_that_is_not_yaml_is_one_line_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(text)
+    code, _, err = run(
+        capsys, "plan", "--kubeconfig", str(kubeconfig), *gce_args("http://127.0.0.1:9")
+    )
+    assert code == 1
+    [line] = err.splitlines()
+    assert line.startswith(f"lbhc: error: kubeconfig {kubeconfig} is not valid YAML (line ")
+    assert line.endswith("expected a kubeconfig file as `kubectl config view --raw` writes it")

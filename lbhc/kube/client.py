@@ -64,11 +64,22 @@ def make_api_client(config: KubeConfig) -> Any:
     if config.host:
         configuration.host = config.host
     elif config.kubeconfig or config.context or "KUBERNETES_SERVICE_HOST" not in os.environ:
-        kube_config.load_kube_config(
-            config_file=config.kubeconfig,
-            context=config.context,
-            client_configuration=configuration,
-        )
+        import yaml
+
+        try:
+            kube_config.load_kube_config(
+                config_file=config.kubeconfig,
+                context=config.context,
+                client_configuration=configuration,
+            )
+        except yaml.YAMLError as exc:  # the client lets a parse error escape as a traceback
+            where = config.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            mark = getattr(exc, "problem_mark", None)
+            line = f" (line {mark.line + 1})" if mark is not None else ""
+            raise KubeReadError(
+                f"kubeconfig {where} is not valid YAML{line}: expected a kubeconfig file "
+                "as `kubectl config view --raw` writes it"
+            ) from None
     else:
         kube_config.load_incluster_config(client_configuration=configuration)
     return client.ApiClient(configuration)
