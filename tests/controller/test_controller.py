@@ -8,28 +8,8 @@ import re
 import urllib.request
 
 from lbhc.controller.app import ControllerApp
+from tests.chaos.lease_windows import assert_writes_inside_lease_windows
 from tests.controller.harness import NAME, PROJECT, World, wait_for, world
-
-
-def assert_writes_inside_lease_windows(
-    w: World, apps: tuple[ControllerApp, ...], lease_duration: float = 3.0
-) -> dict[str, list[float]]:
-    """Every GCE mutation came from a replica inside its own lease window: it had renewed
-    before the write, less than a lease duration after sending that renew, and no one else's
-    renew was confirmed between its own confirmation and the write. (Confirmation times
-    order renews between replicas; send times, earlier, bound each replica's own window.)"""
-    renewals = {app.identity: list(app.elector.renewals) for app in apps if app.elector}
-    confirmed = {app.identity: list(app.elector.confirmations) for app in apps if app.elector}
-    for m in w.mutations():
-        mine = [r for r in renewals[m.client_id] if r <= m.time]
-        assert mine, f"{m.client_id} wrote at {m.time} before ever holding the lease"
-        assert m.time < mine[-1] + lease_duration, f"{m.client_id} wrote after its lease"
-        my_last = max(c for c in confirmed[m.client_id] if c <= m.time)
-        others = [c for who, cs in confirmed.items() if who != m.client_id for c in cs]
-        assert not any(my_last < c <= m.time for c in others), (
-            f"{m.client_id} wrote at {m.time} while another replica held the lease"
-        )
-    return renewals
 
 
 def two_converged_replicas(
