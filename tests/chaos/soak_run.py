@@ -150,6 +150,7 @@ class Soak:
         monitor.judge_now()
         step = Step(index, faults, actions)
         self.history.append(f"step {index}: faults {faults or 'none'}; " + "; ".join(actions))
+        log.info("soak %s", self.history[-1])
         # The faults last a while (that is the fault, not a wait for anything): long enough
         # for the controller to react to the churn through them.
         window = self.rng.uniform(0.3, 1.5)
@@ -171,6 +172,7 @@ class Soak:
             asked = time.monotonic()
             verdict = self.oracle.verdict()
             if verdict.converged:
+                log.info("soak: converged after %s in %.2f s", when, asked - lifted)
                 return asked - lifted
             if time.monotonic() > deadline:
                 self._fail(
