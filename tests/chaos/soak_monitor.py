@@ -45,6 +45,10 @@ class Tally:
     instants: int = 0
     black_holes: int = 0  # instants with at least one pool black-holed because of us
     unguarded: int = 0  # instants with our check on a pool and no firewall of ours
+    # Instants with a pool of ours all UNHEALTHY that did not count: no node should serve
+    # (every one draining or down), or one should but is still within its grace.
+    excused_drained: int = 0
+    excused_grace: int = 0
     details: list[str] = field(default_factory=list)  # the first few, for the failure message
 
     def note(self, what: str) -> None:
@@ -110,7 +114,7 @@ class BlackHoleMonitor:
             after = world.compute.target_pools(project, region)
             self.tally.instants += 1
             ours = resource_path(world.check_url)
-            holes, unguarded = [], []
+            holes, unguarded, excuses = [], [], set()
             for name, pool in after.items():
                 checks = [str(u) for u in pool.get("healthChecks", [])[:1]]
                 if not checks or resource_path(checks[0]) != ours:
@@ -118,11 +122,15 @@ class BlackHoleMonitor:
                 if _carries(before.get(name), ours) and not _opens(firewall, world):
                     unguarded.append(name)
                 hole = self._black_hole(at, checks[0], pool, able)
-                if hole:
+                if hole in ("drained", "grace"):
+                    excuses.add(hole)
+                elif hole:
                     holes.append(f"{name}: {hole}")
             if holes:
                 self.tally.black_holes += 1
                 self.tally.note(f"t={at:.2f} black hole: {'; '.join(holes)}")
+            self.tally.excused_drained += "drained" in excuses
+            self.tally.excused_grace += "grace" in excuses
             if unguarded:
                 self.tally.unguarded += 1
                 self.tally.note(f"t={at:.2f} check without firewall on {sorted(unguarded)}")
@@ -155,10 +163,13 @@ class BlackHoleMonitor:
     def _black_hole(
         self, at: float, check: str, pool: dict[str, Any], able: dict[str, float]
     ) -> str:
-        """Why this pool is black-holed because of us at `at`, or "" if it is not."""
+        """Why this pool is black-holed because of us at `at`; "" if some instance is
+        HEALTHY; "drained" or "grace" if all are UNHEALTHY for a reason not ours."""
         instances = [str(i) for i in pool.get("instances", [])]
         if not instances or any(self._states.get((check, i)) == HEALTHY for i in instances):
             return ""
+        if not any(_node_of(i) in able for i in instances):
+            return "drained"
         settled = [
             i
             for i in instances
@@ -166,7 +177,7 @@ class BlackHoleMonitor:
             and at - self._first_seen.get((check, i), at) >= self.grace
         ]
         if not settled:
-            return ""
+            return "grace"
         return f"every instance UNHEALTHY, yet {[_node_of(i) for i in settled]} should serve"
 
 

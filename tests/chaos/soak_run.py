@@ -80,6 +80,8 @@ class SoakResult:
             "black_hole_instants": self.tally.black_holes,
             "check_without_firewall_instants": self.tally.unguarded,
             "instants_checked": self.tally.instants,
+            "all_unhealthy_instants_drained": self.tally.excused_drained,
+            "all_unhealthy_instants_in_grace": self.tally.excused_grace,
             "foreign_touched": len(self.foreign_touched),
             "wrong_writer_mutations": len(self.wrong_writes),
             "leaked": self.leaked,

@@ -25,9 +25,9 @@ from tests.chaos.soak_world import SoakOptions, SoakWorld
 from tests.controller.harness import wait_for, world
 
 SHORT_STEPS = 16  # about 20 s of churn: make test
-FULL_STEPS = 45  # about 70 s of churn per seed: make chaos
+FULL_STEPS = 40  # 1.5 to 3 minutes per seed: make chaos
 SHORT_SEED = 8
-FULL_SEEDS = (101, 202, 303)
+FULL_SEEDS = (101, 202)  # and SHORT_SEED, at full length
 
 
 @pytest.mark.parametrize(
@@ -85,6 +85,7 @@ def test_the_monitor_sees_a_black_hole_and_a_check_without_firewall_but_not_a_dr
             monitor.judge_now()
             wait_for(lambda: states(world, pool) == {"UNHEALTHY"}, 10, "every node draining")
             assert_quiet(monitor, seconds=monitor.grace + 0.5)
+            assert monitor.tally.excused_drained > 0  # seen, and rightly not counted
         finally:
             tally = monitor.stop()
     assert tally.instants > 0
