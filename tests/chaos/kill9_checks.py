@@ -149,7 +149,7 @@ class Verdict:
     foreign_touched: list[str] = field(default_factory=list)
     churn: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
-    out_of_order: list[str] = field(default_factory=list)
+    unsafe: list[str] = field(default_factory=list)  # from the SafetyMonitor
     wrong_writer: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
@@ -184,31 +184,6 @@ def duplicates(compute: ComputeFake) -> list[str]:
     return out
 
 
-def out_of_order(compute: ComputeFake) -> list[str]:
-    """Across processes: the check is inserted only after the firewall it probes through
-    exists, and the firewall is deleted only after the check (ingress-gce#1625). With one
-    operation latency, effects land in the order operations were created."""
-    order: dict[tuple[str, str], int] = {}
-    for index, op in enumerate(compute.operations(PROJECT)):
-        if "error" in op or not op["targetLink"].endswith(f"/{NAME}"):
-            continue
-        kind = "check" if "/httpHealthChecks/" in op["targetLink"] else "firewall"
-        order.setdefault((op["operationType"], kind), index)
-    out: list[str] = []
-    inserted_check = order.get(("insert", "check"))
-    inserted_fw = order.get(("insert", "firewall"))
-    if inserted_check is not None and inserted_fw is not None and inserted_check < inserted_fw:
-        out.append("check inserted before the firewall")
-    deleted_check = order.get(("delete", "check"))
-    deleted_fw = order.get(("delete", "firewall"))
-    check_lived_on = NAME in compute.http_health_checks(PROJECT)
-    if deleted_fw is not None and (
-        (deleted_check is not None and deleted_fw < deleted_check) or check_lived_on
-    ):
-        out.append("firewall deleted while the check still existed")
-    return out
-
-
 def wrong_writers(
     journal: list[JournalEntry], killed_at: float, victim: str, successor: str
 ) -> list[str]:
@@ -226,16 +201,14 @@ def wrong_writers(
 
 def saw_in_flight(
     journal: list[JournalEntry],
-    killed_at: float,
+    landed_at: float | None,
     latency: float,
-    processes: tuple[str, str],
+    successor: str,
     since: float,
 ) -> bool:
-    """Did the successor's first request (at `since` or later) come while a mutation of the
-    victim's was still an operation in flight (each stays PENDING/RUNNING for `latency`)?"""
-    victim, successor = processes
-    sent = [e.time for e in journal if e.mutating and e.client_id == victim and e.time <= killed_at]
+    """Did the successor's first request (at `since` or later) come while the victim's k-th
+    mutation, answered at `landed_at`, was still an operation in flight?"""
     first = min(
         (e.time for e in journal if e.time >= since and e.client_id == successor), default=None
     )
-    return bool(sent) and first is not None and first < max(sent) + latency
+    return landed_at is not None and first is not None and first < landed_at + latency

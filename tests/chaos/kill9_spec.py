@@ -14,9 +14,10 @@ from tests.controller.harness import PROJECT, REGION
 Restart = Literal["same-identity", "new-identity", "standby", "no-election"]
 RESTARTS: tuple[Restart, ...] = ("same-identity", "new-identity", "standby", "no-election")
 
-# Operations stay PENDING/RUNNING this long, so kills land while they are in flight. A slow
-# trial's operations outlive the successor's start: it reads a cloud still changing.
-FAST_LATENCY, SLOW_LATENCY = 0.25, 4.0
+# Operations stay PENDING/RUNNING this long, so kills land while they are in flight. In a
+# slow trial the k-th mutation's operation outlives the successor's start: the successor
+# reads a cloud still changing, and its own operations finish before the victim's.
+FAST_LATENCY, SLOW_LATENCY = 0.25, 10.0
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, RESYNC = 3.0, 2.0, 0.25, 2.0
 # Generous bounds derived from the settings, never speed claims: a cold `lbhc run` start on
 # a loaded 2-core machine, the Lease a killed leader never released, a few failed passes
@@ -49,16 +50,18 @@ class TrialSpec:
         return f"seed{self.seed}-{self.phase}-{self.moment}-{self.restart}{speed}"
 
     @property
-    def latency(self) -> float:
+    def kth_latency(self) -> float:
+        """How long the k-th mutation's operation stays in flight."""
         return SLOW_LATENCY if self.slow else FAST_LATENCY
 
     @property
     def kill_timeout(self) -> float:
-        return START_ALLOWANCE + 2 * _STEPS * self.latency
+        return START_ALLOWANCE + 2 * _STEPS * FAST_LATENCY + self.kth_latency
 
     @property
     def converge_timeout(self) -> float:
-        return START_ALLOWANCE + LEASE_DURATION + 15.0 + 4 * RESYNC + 2 * _STEPS * self.latency
+        apply = 2 * _STEPS * FAST_LATENCY + self.kth_latency
+        return START_ALLOWANCE + LEASE_DURATION + 15.0 + 4 * RESYNC + apply
 
 
 def kill_point(scenario: Scenario, spec: TrialSpec) -> KillPoint:
@@ -66,8 +69,8 @@ def kill_point(scenario: Scenario, spec: TrialSpec) -> KillPoint:
     rng = random.Random(spec.seed * 31 + 7)
     positions = scenario.mutations_in(spec.phase)
     assert positions, f"{spec}: scenario has no {spec.phase} work: {scenario}"
-    delay = rng.uniform(0.0, spec.latency) if spec.moment == "delay" else 0.0
-    return KillPoint(rng.choice(positions), spec.moment, delay)
+    delay = rng.uniform(0.0, spec.kth_latency) if spec.moment == "delay" else 0.0
+    return KillPoint(rng.choice(positions), spec.moment, delay, spec.kth_latency)
 
 
 def flags(scenario: Scenario, spec: TrialSpec) -> RunFlags:

@@ -76,6 +76,8 @@ class KillPoint:
     mutation: int  # the victim's k-th mutating request, from 1
     moment: Moment
     delay: float = 0.0  # for "delay": seconds after the k-th mutation was answered
+    # The k-th mutation's operation stays in flight this long (None: the fake's latency).
+    latency: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,18 @@ class Kill:
     phase: str  # executor step of the k-th mutation
     path: str  # the k-th mutation's path
     mutations_sent: int  # mutating requests the victim had sent when it died
+    landed_at: float | None  # when the k-th mutation was answered (None: never sent)
 
 
 class KillSwitch:
     """The RequestHook that kills one victim process at its KillPoint. An optional gate holds
     the victim's mutations until opened (a standby replica gets time to start)."""
 
-    def __init__(self, our_check_url: str) -> None:
+    def __init__(self, our_check_url: str, fake: ComputeFake) -> None:
         self._url = our_check_url
+        self._fake = fake
+        self._base_latency = fake.operation_latency
+        self._landed_at: float | None = None
         self._lock = threading.Lock()
         self._local = threading.local()
         self._victim: LbhcProcess | None = None
@@ -139,6 +145,9 @@ class KillSwitch:
             if point.moment == "unsent":
                 self._fire_locked()
                 return False
+            if point.latency is not None:
+                self._base_latency = self._fake.operation_latency
+                self._fake.operation_latency = point.latency
             self._local.kth = True
             return True
 
@@ -149,6 +158,8 @@ class KillSwitch:
         with self._lock:
             point = self._point
             assert point is not None
+            self._fake.operation_latency = self._base_latency
+            self._landed_at = time.monotonic()
             if point.moment == "landed":
                 self._fire_locked()  # before this answer is written: it is never read
             elif point.moment == "polling":
@@ -167,7 +178,7 @@ class KillSwitch:
         if self.fired.is_set() or self._victim is None:
             return
         # Recorded first: whoever sees the victim dead can already read why.
-        self.kill = Kill(time.monotonic(), self._phase, self._path, self._count)
+        self.kill = Kill(time.monotonic(), self._phase, self._path, self._count, self._landed_at)
         self.fired.set()
         self._victim.kill9()
 

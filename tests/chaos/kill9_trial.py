@@ -12,8 +12,16 @@ from pathlib import Path
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.chaos import kill9_checks as checks
+from tests.chaos.kill9_monitor import SafetyMonitor
 from tests.chaos.kill9_scenario import Scenario, build
-from tests.chaos.kill9_spec import RESYNC, START_ALLOWANCE, TrialSpec, flags, kill_point
+from tests.chaos.kill9_spec import (
+    FAST_LATENCY,
+    RESYNC,
+    START_ALLOWANCE,
+    TrialSpec,
+    flags,
+    kill_point,
+)
 from tests.chaos.kill9_switch import HookedComputeServer, Kill, KillPoint, KillSwitch
 from tests.chaos.kill9_world import Seeded, our_check_url, seed_world
 from tests.chaos.process import LbhcProcess, ProcessGroup
@@ -48,14 +56,15 @@ def run_trial(spec: TrialSpec, workdir: Path) -> TrialResult:
     point = kill_point(scenario, spec)
     kube, compute = KubeFake(), ComputeFake()
     seeded = seed_world(scenario, kube, compute, spec.seed)
-    compute.operation_latency = spec.latency
+    compute.operation_latency = FAST_LATENCY
     compute.clear_journal()
     before = checks.untouchable(compute, scenario, seeded)
-    switch = KillSwitch(our_check_url())
+    switch = KillSwitch(our_check_url(), compute)
     try:
         with (
             HookedComputeServer(compute, switch) as compute_server,
             KubeFakeServer(kube) as kube_server,
+            SafetyMonitor(compute) as monitor,
         ):
             kubeconfig = kube_server.write_kubeconfig(workdir / "kubeconfig")
             with ProcessGroup(workdir, kubeconfig, compute_server.url) as group:
@@ -70,11 +79,11 @@ def run_trial(spec: TrialSpec, workdir: Path) -> TrialResult:
     verdict.leaked = checks.leaked(compute, scenario, seeded)
     verdict.missing = checks.missing(compute, scenario, seeded)
     verdict.duplicates = checks.duplicates(compute)
-    verdict.out_of_order = checks.out_of_order(compute)
+    verdict.unsafe = monitor.violations
     victim, successor = run.victim.identity, run.successor.identity
     verdict.wrong_writer = checks.wrong_writers(journal, run.kill.at, victim, successor)
     in_flight = checks.saw_in_flight(
-        journal, run.kill.at, spec.latency, (victim, successor), run.restarted
+        journal, run.kill.landed_at, spec.kth_latency, successor, run.restarted
     )
     return TrialResult(spec, scenario, point, run.kill, converge_s, in_flight, verdict)
 

@@ -8,8 +8,9 @@ standby replica already running, or no leader election.
 Every trial asserts: the cloud converges to what the cluster needs (no resource of ours
 leaked or missing, drift repaired) and lbhc's own next pass plans nothing; nothing foreign
 changed or was written to; pools already carrying our check were not touched; no shared
-resource was inserted twice; the firewall came before the check and went after it; only the
-two processes wrote, and a standby not before the leader died.
+resource was inserted twice; no pool was ever checked through a closed firewall, nor the
+firewall removed under an attached check (sampled throughout); only the two processes wrote,
+and a standby not before the leader died.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def summary(results: list[TrialResult]) -> dict[str, object]:
         "foreign_touched": total("foreign_touched"),
         "churn": total("churn"),
         "duplicates": total("duplicates"),
-        "out_of_order": total("out_of_order"),
+        "unsafe_moments": total("unsafe"),
         "wrong_writer": total("wrong_writer"),
         "converge_s_median": round(statistics.median(converge), 2),
         "converge_s_max": round(max(converge), 2),

@@ -16,7 +16,7 @@ from lbhc.model.cloud import http_health_check_url
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.chaos.kill9_scenario import Scenario
-from tests.chaos.kill9_spec import START_ALLOWANCE, TrialSpec, flags
+from tests.chaos.kill9_spec import FAST_LATENCY, START_ALLOWANCE, TrialSpec, flags
 from tests.chaos.kill9_switch import HookedComputeServer, KillPoint, KillSwitch
 from tests.chaos.kill9_world import UPSTREAM_CHECK, Seeded, our_check_url, seed_world
 from tests.chaos.process import LbhcProcess, ProcessGroup
@@ -60,8 +60,8 @@ class Cut:
 def cut_replacement(tmp_path: Path) -> Iterator[Cut]:
     kube, compute = KubeFake(), ComputeFake()
     seeded: Seeded = seed_world(SCENARIO, kube, compute, SPEC.seed)
-    compute.operation_latency = SPEC.latency
-    switch = KillSwitch(our_check_url())
+    compute.operation_latency = FAST_LATENCY
+    switch = KillSwitch(our_check_url(), compute)
     with (
         HookedComputeServer(compute, switch) as compute_server,
         KubeFakeServer(kube) as kube_server,

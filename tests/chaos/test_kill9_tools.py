@@ -17,6 +17,7 @@ from lbhc.planner.shared import ownership_description
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
 from tests.chaos import kill9_checks as checks
+from tests.chaos.kill9_monitor import SafetyMonitor
 from tests.chaos.kill9_scenario import Scenario, build
 from tests.chaos.kill9_switch import (
     HookedComputeServer,
@@ -66,7 +67,7 @@ def test_the_switch_kills_at_the_kth_mutation_at_its_moment(
 ) -> None:
     fake = ComputeFake(operation_latency=0.5 if moment == "polling" else 0.0)
     fake.add_network(PROJECT, "default")
-    switch = KillSwitch(URL)
+    switch = KillSwitch(URL, fake)
     switch.arm(victim, KillPoint(2, moment))
     with HookedComputeServer(fake, switch) as server:
         assert _post(server.url, f"{BASE}/global/httpHealthChecks", _check("first")).ok
@@ -100,7 +101,7 @@ def _call(compute: ComputeFake, method: str, path: str, body: object = None) -> 
     assert status == 200, answer
 
 
-def test_the_judge_sees_foreign_writes_leaks_duplicates_and_a_bad_order() -> None:
+def test_the_judge_sees_foreign_writes_leaks_and_duplicates() -> None:
     scenario = build(12, "attach")
     assert scenario.check == "absent" and scenario.firewall == "absent"
     compute, before, seeded = _world(scenario)
@@ -123,9 +124,6 @@ def test_the_judge_sees_foreign_writes_leaks_duplicates_and_a_bad_order() -> Non
         ("POST", f"{BASE}/global/httpHealthChecks", {**_check("lbhc-leak"), "description": mark}),
     ):
         _call(compute, method, path, body)
-    insert_firewall(compute, NAME, {**DESIRED_FIREWALL, "description": mark})
-    _call(compute, "DELETE", f"{BASE}/global/firewalls/{NAME}")
-
     verdict = checks.touched(before, checks.untouchable(compute, scenario, seeded), compute.journal)
     assert f"pool:{stranger} changed" in verdict.foreign_touched
     assert any(stranger in p and "removeHealthCheck" in p for p in verdict.foreign_touched)
@@ -133,10 +131,39 @@ def test_the_judge_sees_foreign_writes_leaks_duplicates_and_a_bad_order() -> Non
     assert "leaked HttpHealthCheck lbhc-leak" in checks.leaked(compute, scenario, seeded)
     assert f"missing Firewall {NAME}" in checks.missing(compute, scenario, seeded)
     assert checks.duplicates(compute) == [f"httpHealthChecks/{NAME} inserted 2 times"]
-    assert checks.out_of_order(compute) == [
-        "check inserted before the firewall",
-        "firewall deleted while the check still existed",
-    ]
+
+
+def test_the_kth_operation_can_be_made_to_outlive_the_victim(victim: LbhcProcess) -> None:
+    fake = ComputeFake(operation_latency=0.0)
+    switch = KillSwitch(URL, fake)
+    switch.arm(victim, KillPoint(1, "landed", latency=30.0))
+    with HookedComputeServer(fake, switch) as server:
+        answer = _post(server.url, f"{BASE}/global/httpHealthChecks", _check("slow")).json()
+        assert answer["status"] != "DONE" and not victim.alive()
+        assert _post(server.url, f"{BASE}/global/httpHealthChecks", _check("fast")).ok
+    assert fake.operation_latency == 0.0  # only the k-th operation was slowed
+    assert set(fake.http_health_checks(PROJECT)) == {"fast"}
+    assert switch.kill is not None and switch.kill.landed_at is not None
+
+
+def test_the_monitor_sees_a_check_through_a_closed_port_and_a_firewall_pulled_under_it() -> None:
+    scenario = build(12, "attach")
+    compute, _, seeded = _world(scenario)
+    monitor = SafetyMonitor(compute)
+    mark = ownership_description(CLUSTER_ID)
+    _call(compute, "POST", f"{BASE}/global/httpHealthChecks", {**_check(NAME), "description": mark})
+    monitor.check()
+    assert monitor.violations == []  # a check nobody uses yet probes nothing
+    pool = seeded.role("attach")[0]
+    attach = f"{BASE}/regions/{REGION}/targetPools/{pool}/addHealthCheck"
+    _call(compute, "POST", attach, {"healthChecks": [{"healthCheck": URL}]})
+    monitor.check()
+    assert monitor.violations == [f"pool {pool} carries our check while our firewall is absent"]
+    insert_firewall(compute, NAME, {**DESIRED_FIREWALL, "description": mark})
+    monitor.check()
+    _call(compute, "DELETE", f"{BASE}/global/firewalls/{NAME}")
+    monitor.check()
+    assert monitor.violations[1:] == [f"firewall gone while pools ['{pool}'] carry the check"]
 
 
 @pytest.mark.parametrize(
