@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from lbhc.cli import main
+from lbhc.cli.parser import EXIT_ERROR, EXIT_USAGE
 from lbhc.model.cluster import Service
 from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, kube_proxy_pod, names, node, service
 from tests.conftest import ComputeEnv
@@ -221,7 +222,7 @@ def test_bad_settings_give_one_clear_error(
     for var in ("LBHC_PROJECT", "LBHC_REGION", "LBHC_NODE_TAGS"):
         monkeypatch.delenv(var, raising=False)
     code, out, err = run(capsys, "plan", "--cluster-snapshot", str(snapshot_file(node())), *argv)
-    assert code == 1 and out == ""
+    assert code == EXIT_USAGE and out == ""
     assert err.startswith("lbhc: error: invalid settings:")
     assert expected in err
     assert "Traceback" not in err
@@ -335,12 +336,15 @@ def test_apply_exits_1_when_a_step_fails_and_says_which(
     [["plan", "--output", "xml"], ["plan", "--bogus"], ["frobnicate"], []],
     ids=["bad-choice", "unknown-flag", "unknown-command", "no-command"],
 )
-def test_usage_errors_exit_1_never_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    # 2 means "changes" under --detailed-exitcode; a typo must not look like that.
-    with pytest.raises(SystemExit) as caught:
-        main([*argv, "--detailed-exitcode"] if argv[:1] == ["plan"] else argv)
-    assert caught.value.code == 1
-    assert "lbhc: error:" in capsys.readouterr().err
+def test_usage_errors_exit_2_but_1_under_detailed_exitcode(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == EXIT_USAGE == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("lbhc: error: ") and "--help" in line
+    if argv[:1] == ["plan"]:
+        # 2 means "changes" under --detailed-exitcode: a typo must not look like that.
+        assert main([*argv, "--detailed-exitcode"]) == EXIT_ERROR == 1
 
 
 @pytest.mark.parametrize(

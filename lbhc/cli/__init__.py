@@ -6,11 +6,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from lbhc.cli.parser import EXIT_ERROR, UsageError, build_parser
+from lbhc.cli.parser import EXIT_ERROR, UsageError, build_parser, usage_exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(arguments)
+    except UsageError as exc:
+        return _report(str(exc), usage_exit_code(arguments))
     from lbhc import logs
 
     default_level = "INFO" if args.command == "run" else "WARNING"
@@ -35,12 +39,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except Exception as exc:  # one clear line, never a traceback, for expected failures
         from lbhc.errors import user_message
+        from lbhc.settings import SettingsError
 
-        message = str(exc) if isinstance(exc, UsageError) else user_message(exc)
+        if isinstance(exc, UsageError | SettingsError):
+            return _report(str(exc), usage_exit_code(arguments))
+        message = user_message(exc)
         if message is None:
             raise
-        # One line per problem (several invalid settings give several), each prefixed, so
-        # every line on stderr reads on its own in a log.
-        for line in message.splitlines() or [""]:
-            print(f"lbhc: error: {line}", file=sys.stderr)
-        return EXIT_ERROR
+        return _report(message, EXIT_ERROR)
+
+
+def _report(message: str, code: int) -> int:
+    # One line per problem (several invalid settings give several), each prefixed, so every
+    # line on stderr reads on its own in a log.
+    for line in message.splitlines() or [""]:
+        print(f"lbhc: error: {line}", file=sys.stderr)
+    return code

@@ -13,6 +13,16 @@ from typing import NoReturn
 from lbhc.durations import parse_bool, parse_duration
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+# Invalid flags or settings: nothing was started. The usage-error code of argparse and of
+# most Unix tools, except under --detailed-exitcode, where 2 means "changes" (then 1, as
+# terraform does).
+EXIT_USAGE = 2
+
+
+def usage_exit_code(argv: list[str]) -> int:
+    return EXIT_ERROR if "--detailed-exitcode" in argv else EXIT_USAGE
+
+
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(
     r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -26,12 +36,12 @@ class UsageError(ValueError):
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors exit 1: argparse's 2 would read as "changes" under --detailed-exitcode.
-    One line, not argparse's usage block: the error is what the reader needs; --help has
-    the rest."""
+    """Usage errors become a UsageError for main() to report as one line, not argparse's
+    usage block (the error is what the reader needs; --help has the rest), with the exit
+    code usage_exit_code() gives."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"lbhc: error: {message} (see `{self.prog} --help`)\n")
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def positive_duration(text: str) -> float:
@@ -163,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--detailed-exitcode",
         action="store_true",
-        help="exit 0 for no changes, 2 for changes, 1 for errors",
+        help="exit 0 for no changes, 2 for changes, 1 for errors (invalid settings included)",
     )
     sub.add_parser("apply", parents=[oneshot], help="compute the plan and carry it out")
     status = sub.add_parser(

@@ -1,8 +1,8 @@
 """Every invalid setting, from every source it can come from (flag, LBHC_* variable, --config
 YAML), through the real `lbhc run` entry point: exactly one line on stderr naming the
-setting, what it expects and where the value came from; exit code 1 (EXIT_ERROR: 2 means
-"changes" under --detailed-exitcode); and nothing started (no port bound, no request to
-either fake)."""
+setting, what it expects and where the value came from; exit code 2 (EXIT_USAGE; 1 only
+under `plan --detailed-exitcode`, where 2 means "changes"); and nothing started (no port
+bound, no request to either fake)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lbhc.cli.parser import EXIT_ERROR
+from lbhc.cli.parser import EXIT_USAGE
 from lbhc.settings import FLAG_SETTINGS, Settings
 from tests.builders import PROJECT, REGION
 from tests.hostile.cli import Outcome, run_cli
@@ -107,7 +107,7 @@ def argv(flags: dict[str, str], *extra: str) -> list[str]:
 
 
 def assert_one_clear_line(result: Outcome, *fragments: str) -> None:
-    assert result.code == EXIT_ERROR, result
+    assert result.code == EXIT_USAGE, result
     assert result.out == ""
     assert len(result.err_lines) == 1, result.err
     line = result.err_lines[0]
@@ -268,7 +268,7 @@ def test_several_invalid_settings_give_one_line_each(
     monkeypatch.setenv("LBHC_PORT", "0")
     monkeypatch.setenv("LBHC_READINESS_POLICY", "loud")
     result = run_cli(capsys, argv(base_flags(clean_fakes, port)))
-    assert result.code == EXIT_ERROR
+    assert result.code == EXIT_USAGE
     assert sorted(result.err_lines) == [
         "lbhc: error: invalid settings: setting 'port': Input should be greater than or equal "
         "to 1 (got '0' from LBHC_PORT)",

@@ -1,5 +1,5 @@
 """`lbhc run` as its own process, as a Deployment runs it: an invalid setting from a flag,
-the environment or the config file ends the process at once with exit code 1 and one line
+the environment or the config file ends the process at once with exit code 2 and one line
 on stderr, before either fake is contacted. The control case shows the same command with
 valid settings does start (binds, lists), so "nothing started" is a real observation."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lbhc.cli.parser import EXIT_ERROR, EXIT_OK
+from lbhc.cli.parser import EXIT_OK, EXIT_USAGE
 from tests.controller.harness import wait_for
 from tests.hostile.conftest import Fakes, free_port, port_is_free
 from tests.hostile.test_settings_errors import argv, base_flags
@@ -55,7 +55,7 @@ def test_an_invalid_setting_ends_the_process_with_one_line(
     args = argv(base_flags(clean_fakes, port) | flag, *extra)
     process = spawn(args, env)
     out, err = process.communicate(timeout=120)
-    assert process.returncode == EXIT_ERROR, err
+    assert process.returncode == EXIT_USAGE, err
     assert out == ""
     assert len(err.splitlines()) == 1 and err.startswith("lbhc: error: "), err
     assert says in err
