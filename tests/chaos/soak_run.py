@@ -54,6 +54,10 @@ class SoakResult:
     leaked: int = 0
     gc_s: float = 0.0
     mutations: int = 0  # successful GCE mutations by lbhc over the run
+    fallback_steps: int = 0  # steps that converged in version-skew fallback (no check anywhere)
+    fallback_entered: int = 0
+    shared_created: int = 0  # the check created (again) after garbage collection
+    shared_deleted: int = 0
     wall_s: float = 0.0
 
     def figures(self) -> dict[str, Any]:
@@ -86,6 +90,10 @@ class SoakResult:
             "wrong_writer_mutations": len(self.wrong_writes),
             "leaked": self.leaked,
             "gc_s": round(self.gc_s, 3),
+            "fallback_steps": self.fallback_steps,
+            "fallback_entered": self.fallback_entered,
+            "check_created": self.shared_created,
+            "check_deleted": self.shared_deleted,
             "lbhc_gce_mutations": self.mutations,
             "lbhc_kube_writes": self.lbhc_kube_writes,
             "wall_s": round(self.wall_s, 1),
@@ -108,6 +116,7 @@ class Soak:
         self.rng = random.Random(seed)
         self.result = SoakResult(seed)
         self.history: list[str] = []  # what happened, for a failure's message
+        self._in_fallback = False
 
     def run(self) -> SoakResult:
         started = time.monotonic()
@@ -189,9 +198,12 @@ class Soak:
             self._fail(f"after {when}, no longer converged: {verdict.describe()}")
         found = ours(world.compute, spec.project, spec.region, world.cluster_id, world.check_url)
         eligible = eligible_pools(world.kube, world.compute, spec.project, spec.region)
-        problems, leaked = shared_problems(
-            found, eligible, world.check_name, fallback=verdict.plan.fallback is not None
-        )
+        fallback = verdict.plan.fallback is not None
+        if fallback and eligible:
+            self.result.fallback_steps += 1
+            self.result.fallback_entered += not self._in_fallback
+        self._in_fallback = fallback and bool(eligible)
+        problems, leaked = shared_problems(found, eligible, world.check_name, fallback=fallback)
         changed = self.foreign.changed(world.compute)
         if changed:
             problems.append(f"foreign resources changed: {changed}")
@@ -239,9 +251,12 @@ class Soak:
         self.result.lbhc_kube_writes = sum(
             1 for e in kube if e.user_agent and e.method in ("POST", "PUT", "PATCH", "DELETE")
         )
-        self.result.mutations = sum(
-            1 for e in gce if e.mutating and e.client_id == IDENTITY and e.status < 300
-        )
+        done = [e for e in gce if e.mutating and e.client_id == IDENTITY and e.status < 300]
+        self.result.mutations = len(done)
+        checks = "/global/httpHealthChecks"
+        created = [e for e in done if e.method == "POST" and e.path.endswith(checks)]
+        deleted = [e for e in done if e.method == "DELETE" and f"{checks}/" in e.path]
+        self.result.shared_created, self.result.shared_deleted = len(created), len(deleted)
 
     def _fail(self, what: str) -> NoReturn:
         recent = "\n  ".join(self.history[-8:])
