@@ -74,6 +74,15 @@ def recovery_bound(app: ControllerApp, fault_sec: float, mutations: int, extra: 
 # -- the view, as the controller's cache vouches for it ---------------------------------------
 
 
+def has_gap(app: ControllerApp) -> bool:
+    """The controller's view is incomplete: a planning store unsynced, relisting or
+    disconnected (what makes the planner withhold removals)."""
+    cache = app.cache
+    if cache is None or not cache.synced():
+        return True
+    return any(cache.has_problem(resource) for resource in PLANNING_RESOURCES)
+
+
 class GapMonitor:
     """Samples whether the controller's cache has a gap (a planning store unsynced,
     relisting or disconnected), for figures and to wait until it is fresh again."""
@@ -88,10 +97,7 @@ class GapMonitor:
         self._thread = threading.Thread(target=self._run, name="gap-monitor", daemon=True)
 
     def has_gap(self) -> bool:
-        cache = self._app.cache
-        if cache is None or not cache.synced():
-            return True
-        return any(cache.has_problem(resource) for resource in PLANNING_RESOURCES)
+        return has_gap(self._app)
 
     def _run(self) -> None:
         while not self._stop.wait(self._every):

@@ -14,11 +14,13 @@ from typing import Any
 
 from lbhc.controller.app import ControllerApp
 from lbhc.sandbox.kube_fake import KubeFakeServer
+from tests.chaos.kube_world import REFLECTOR_BACKOFF_MAX, has_gap
 from tests.chaos.lease_windows import LEASE_NAME, LEASE_NAMESPACE
 from tests.controller.harness import World, world
 
 LEASE = f"/leases/{LEASE_NAME}"
 SLACK_SEC = 15.0  # a shared, loaded 2-core machine
+FRESH_BOUND_SEC = REFLECTOR_BACKOFF_MAX + SLACK_SEC  # a healed replica's view complete again
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,11 @@ class Replicas:
     apps: list[ControllerApp]
     fronts: dict[str, KubeFakeServer]
     timings: Timings
+
+    def all_fresh(self) -> bool:
+        """Every replica's view is complete (a replica healed from a fault may still be
+        backing off before it relists: up to the reflector's backoff ceiling)."""
+        return not any(has_gap(app) for app in self.apps)
 
     def leader(self) -> ControllerApp | None:
         writers = [a for a in self.apps if a.elector is not None and a.elector.may_write()]

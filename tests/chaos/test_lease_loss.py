@@ -22,7 +22,15 @@ import pytest
 
 from lbhc.controller.app import ControllerApp
 from tests.chaos.lease_windows import lease_reads, wrong_writes
-from tests.chaos.lease_world import LOSSES, SLACK_SEC, LeaseLoss, Replicas, Timings, replicas
+from tests.chaos.lease_world import (
+    FRESH_BOUND_SEC,
+    LOSSES,
+    SLACK_SEC,
+    LeaseLoss,
+    Replicas,
+    Timings,
+    replicas,
+)
 from tests.chaos.record import record
 from tests.controller.harness import wait_for
 
@@ -43,6 +51,14 @@ def _converge_bound(r: Replicas, pools: int) -> float:
     return r.timings.takeover_bound() + pace + SLACK_SEC
 
 
+def _schedule(rng: random.Random, count: int) -> list[LeaseLoss]:
+    """Every kind of loss in turn, each round in a seeded order: an even share of each."""
+    order: list[LeaseLoss] = []
+    while len(order) < count:
+        order += rng.sample(LOSSES, len(LOSSES))
+    return order[:count]
+
+
 @dataclass(frozen=True)
 class Outcome:
     takeover: float  # seconds from the fault to another replica holding the lease
@@ -53,6 +69,7 @@ def _lose_lease(r: Replicas, loss: LeaseLoss, n: int, rng: random.Random) -> Out
     """While the leader applies new work on a slow GCE, it loses its lease to `loss`; another
     replica takes over, the fault is healed, and the work gets done."""
     w = r.w
+    wait_for(r.all_fresh, timeout=FRESH_BOUND_SEC, what="every replica's view complete")
     leader = wait_for(r.leader, timeout=r.timings.takeover_bound(), what="a leader")
     w.compute.operation_latency = rng.uniform(0.1, 0.6)
     asked = time.monotonic()
@@ -88,8 +105,7 @@ def test_forced_lease_loss_every_mutation_comes_from_the_holder(
         wait_for(lambda: all(w.attached(p) for p in pools), timeout=30, what="convergence")
         kinds: Counter[str] = Counter()
         outcomes: list[Outcome] = []
-        for n in range(losses):
-            loss = rng.choice(LOSSES)
+        for n, loss in enumerate(_schedule(rng, losses)):
             kinds[loss.name] += 1
             outcomes.append(_lose_lease(r, loss, n, rng))
         mutations = w.mutations()
