@@ -143,9 +143,11 @@ class Soak:
                     self._step(index, monitor)
                 self._stays_still()
                 self._garbage_collected(monitor)
-            finally:
+            except BaseException:
                 self.faults.lift()
-                self.result.tally = monitor.stop()
+                monitor.stop(check=False)
+                raise
+            self.result.tally = monitor.stop()
             self._audit_writes()
         self.result.injected = self.faults.injected
         self.result.hits = self.faults.hits
