@@ -122,7 +122,7 @@ class EventRecorder:
 
     def body(self, event: EventSpec) -> dict[str, Any]:
         namespace = event.regarding.namespace or "default"
-        name = f"{event.regarding.name}.{uuid.uuid4().hex[:16]}"
+        name = f"{_name_prefix(event.regarding.name)}.{uuid.uuid4().hex[:16]}"
         return {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
@@ -133,6 +133,20 @@ class EventRecorder:
             "action": event.action,
             "reason": event.reason,
             "regarding": event.regarding.to_json(),
-            "note": event.note[:1024],  # the API caps note at 1 kB
+            "note": _cut_utf8(event.note, NOTE_MAX_BYTES),
             "type": event.type,
         }
+
+
+NAME_MAX = 253  # a DNS subdomain, as every object name
+NOTE_MAX_BYTES = 1024  # the API refuses a longer note (422), in bytes, not characters
+
+
+def _name_prefix(regarding: str) -> str:
+    """The regarding object's name, cut so that it, a dot and 16 hex digits fit in 253
+    characters; what is left still ends in a letter or digit, as a name must."""
+    return regarding[: NAME_MAX - 17].rstrip(".-") or "event"
+
+
+def _cut_utf8(text: str, limit: int) -> str:
+    return text.encode()[:limit].decode(errors="ignore")

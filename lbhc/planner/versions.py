@@ -10,7 +10,11 @@ from enum import StrEnum
 from lbhc.model.cluster import Node, Pod
 
 # Distro suffixes: -gke.N, -eks-..., +k3s1, -rke2r1, _coreos.0 (old CoreOS hyperkube tags).
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+_].*)?$")
+# ASCII digits only and at most 18 of them (within uint64), as Kubernetes' own semver parser;
+# int() of thousands of digits would raise.
+_N = "([0-9]{1,18})"
+_VERSION = re.compile(rf"^v?{_N}\.{_N}(?:\.{_N})?(?:[-+_].*)?$")
+_DISPLAY_MAX = 64  # a raw value shown in reasons and Events: one odd node must not fill them
 
 
 class VersionSource(StrEnum):
@@ -34,7 +38,8 @@ class KubeProxyVersion:
         if self.source is VersionSource.PROBE:
             return self.raw
         if self.version is None:
-            return f"unknown ({self.raw!r})" if self.raw else "unknown"
+            raw = self.raw if len(self.raw) <= _DISPLAY_MAX else self.raw[:_DISPLAY_MAX] + "..."
+            return f"unknown ({raw!r})" if self.raw else "unknown"
         return "v{}.{}.{}".format(*self.version)
 
 
