@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lbhc.kube.client import Resource
+from lbhc.kube.client import Resource, undecodable_gap
+from lbhc.kube.decode import Undecodable
 from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Node, Pod, Service
 
 Obj = Node | Service | Pod | DaemonSet
@@ -26,6 +27,9 @@ class _Store:
     objects: dict[str, Obj] = field(default_factory=dict)
     synced: bool = False  # a full list has been applied at least once
     problem: str = ""  # why the store cannot vouch for being current ("" when it can)
+    # Objects the projections could not read: key -> problem. Each is a gap until a
+    # readable version of it, or its deletion, arrives.
+    undecodable: dict[str, str] = field(default_factory=dict)
 
 
 class ClusterCache:
@@ -43,13 +47,21 @@ class ClusterCache:
     def kube_system_uid(self) -> str | None:
         return self._kube_system_uid
 
-    def replace(self, resource: Resource, objects: Iterable[Obj]) -> bool:
-        """A full list: the store becomes exactly these objects. True if anything changed."""
+    def replace(
+        self,
+        resource: Resource,
+        objects: Iterable[Obj],
+        undecodable: Mapping[str, str] | None = None,
+    ) -> bool:
+        """A full list: the store becomes exactly these objects (and these undecodable
+        ones). True if anything changed."""
         fresh = {object_key(o): o for o in objects}
+        bad = dict(undecodable or {})
         with self._lock:
             store = self._stores[resource]
-            changed = not store.synced or fresh != store.objects
+            changed = not store.synced or fresh != store.objects or bad != store.undecodable
             store.objects = fresh
+            store.undecodable = bad
             store.synced = True
             store.problem = ""
             return changed
@@ -59,12 +71,30 @@ class ClusterCache:
         which bumps only resourceVersion and conditions, is not a change)."""
         key = object_key(obj)
         with self._lock:
-            objects = self._stores[resource].objects
+            store = self._stores[resource]
+            was_undecodable = store.undecodable.pop(key, None) is not None
             if event_type == "DELETED":
-                return objects.pop(key, None) is not None
-            previous = objects.get(key)
-            objects[key] = obj
-            return previous is None or previous != obj
+                return store.objects.pop(key, None) is not None or was_undecodable
+            previous = store.objects.get(key)
+            store.objects[key] = obj
+            return was_undecodable or previous is None or previous != obj
+
+    def mark_undecodable(self, resource: Resource, key: str, problem: str) -> bool:
+        """An object event lbhc cannot read: whatever it held before is no longer current,
+        so it is dropped and the store has a gap until the object is readable or gone."""
+        with self._lock:
+            store = self._stores[resource]
+            dropped = store.objects.pop(key, None) is not None
+            changed = store.undecodable.get(key) != problem
+            store.undecodable[key] = problem
+            return dropped or changed
+
+    def forget(self, resource: Resource, key: str) -> bool:
+        """The deletion of an object that could not be decoded."""
+        with self._lock:
+            store = self._stores[resource]
+            gone = store.objects.pop(key, None) is not None
+            return store.undecodable.pop(key, None) is not None or gone
 
     def mark_problem(self, resource: Resource, problem: str) -> None:
         with self._lock:
@@ -95,8 +125,16 @@ class ClusterCache:
                 f"{resource} {store.problem or 'not synced yet'}"
                 for resource, store in self._stores.items()
                 if (not store.synced or store.problem) and resource in PLANNING_RESOURCES
+            ) + tuple(
+                undecodable_gap(
+                    resource, [Undecodable(k, why) for k, why in store.undecodable.items()]
+                )
+                for resource, store in self._stores.items()
+                if store.undecodable and resource in PLANNING_RESOURCES
             )
-            fresh = {r: s.synced and not s.problem for r, s in self._stores.items()}
+            fresh = {
+                r: s.synced and not s.problem and not s.undecodable for r, s in self._stores.items()
+            }
             return ClusterSnapshot(
                 nodes=tuple(self._stores[Resource.NODES].objects.values()),  # type: ignore[arg-type]
                 services=tuple(self._stores[Resource.SERVICES].objects.values()),  # type: ignore[arg-type]

@@ -20,8 +20,24 @@ from pydantic import BaseModel, ValidationError
 
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.cache import ClusterCache, Obj
-from lbhc.kube.client import EXPIRED, KubeApi, Resource, describe, list_all, status_of
-from lbhc.kube.decode import DaemonSetList, NodeList, ObjectList, PodList, ServiceList
+from lbhc.kube.client import (
+    EXPIRED,
+    KubeApi,
+    Resource,
+    describe,
+    list_all,
+    status_of,
+    undecodable_gap,
+)
+from lbhc.kube.decode import (
+    DaemonSetList,
+    NodeList,
+    ObjectList,
+    PodList,
+    ServiceList,
+    describe_validation_error,
+    object_key,
+)
 from lbhc.model.cluster import DaemonSet, Node, Pod, Service
 
 log = logging.getLogger(__name__)
@@ -119,6 +135,23 @@ class Reflector:
                     self._restarted(problem)
                 self._stop.wait(self._backoff.next())
 
+    def _undecodable(self, kind: str, obj: dict[str, Any], problem: str) -> None:
+        metadata = obj.get("metadata")
+        version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+        if not isinstance(version, str) or not version:
+            raise ValueError(f"undecodable {self.resource} {kind} event without a resourceVersion")
+        self.resource_version = version
+        key = object_key(obj)
+        if kind == "DELETED":
+            changed = self._cache.forget(self.resource, key)
+        else:
+            log.warning(
+                "%s %s could not be decoded (%s): a gap until fixed", self.resource, key, problem
+            )
+            changed = self._cache.mark_undecodable(self.resource, key, problem)
+        if changed:
+            self._on_change(f"{self.resource} {kind.lower()} {key} (undecodable)")
+
     def _restarted(self, why: str) -> None:
         log.warning("%s %s", self.resource, why)
         self._on_restart(self.resource, why)
@@ -126,9 +159,12 @@ class Reflector:
     def _list(self) -> None:
         self._cache.mark_problem(self.resource, "relist in progress")
         listed = list_all(self._api, self.resource, _LISTS[self.resource])
-        self.resource_version = listed.metadata.resource_version
+        self.resource_version = listed.resource_version
         self._events_since_list = 0
-        changed = self._cache.replace(self.resource, listed.items)
+        if listed.undecodable:
+            log.warning("%s", undecodable_gap(self.resource, listed.undecodable))
+        undecodable = {u.key: u.problem for u in listed.undecodable}
+        changed = self._cache.replace(self.resource, listed.items, undecodable)
         # Even an unchanged relist ends a gap, which may unblock withheld removals.
         self._on_change(f"{self.resource} {'listed' if changed else 'relisted unchanged'}")
 
@@ -154,8 +190,8 @@ class Reflector:
     def _handle(self, line: bytes) -> None:
         try:
             event: Any = self._event_model.model_validate_json(line)
-        except ValidationError:
-            self._handle_untyped(json.loads(line))
+        except ValidationError as exc:
+            self._handle_untyped(json.loads(line), exc)
             return
         obj: Obj = event.object
         self.resource_version = obj.metadata.resource_version or self.resource_version
@@ -164,10 +200,14 @@ class Reflector:
         ):
             self._on_change(f"{self.resource} {event.type.lower()} {obj.metadata.name}")
 
-    def _handle_untyped(self, event: dict[str, Any]) -> None:
-        """BOOKMARK and ERROR events carry no object of the watched kind."""
+    def _handle_untyped(self, event: dict[str, Any], exc: ValidationError) -> None:
+        """BOOKMARK and ERROR events carry no object of the watched kind; an object event
+        whose object the projections cannot read makes that object a gap, not the stream."""
         kind = event.get("type")
         obj = event.get("object") or {}
+        if kind in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict):
+            self._undecodable(kind, obj, describe_validation_error(exc))
+            return
         if kind == "BOOKMARK":
             self.resource_version = obj.get("metadata", {}).get("resourceVersion", "")
             return

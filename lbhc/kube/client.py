@@ -12,26 +12,26 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
 
 from lbhc.kube.decode import (
     DaemonSetList,
-    ListMeta,
     NodeList,
     ObjectList,
     PodList,
     ServiceList,
+    Undecodable,
+    decode_page,
     describe_validation_error,
 )
 from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Namespace
 
 log = logging.getLogger(__name__)
-L = TypeVar("L", bound=ObjectList)
 PAGE_SIZE = 500
 _LEASES = "/apis/coordination.k8s.io/v1"
 EXPIRED = 410
@@ -276,16 +276,17 @@ class KubeReader:
         """A list that fails becomes a gap, so the planner withholds removals instead of
         acting on half a cluster."""
         gaps: list[str] = []
-        nodes = self._list(Resource.NODES, NodeList, gaps)
-        services = self._list(Resource.SERVICES, ServiceList, gaps)
-        pods = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps)
+        nodes, nodes_complete = self._list(Resource.NODES, NodeList, gaps)
+        services, _ = self._list(Resource.SERVICES, ServiceList, gaps)
+        pods, pods_complete = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps)
         return ClusterSnapshot(
-            nodes=nodes.items if nodes else (),
-            services=services.items if services else (),
-            kube_proxy_pods=pods.items if pods else (),
+            nodes=nodes,
+            services=services,
+            kube_proxy_pods=pods,
             kube_system_uid=read_kube_system_uid(self._api) if self._read_cluster_uid else None,
             gaps=tuple(gaps),
-            versions_complete=nodes is not None and pods is not None,
+            # An undecodable Node or Pod may be the old kube-proxy: skew cannot be ruled out.
+            versions_complete=nodes_complete and pods_complete,
             kube_proxy_daemonsets=self._daemonsets(),
             observed_at=time.time(),
         )
@@ -295,7 +296,8 @@ class KubeReader:
         if not self._read_daemonsets:
             return ()
         try:
-            return list_all(self._api, Resource.KUBE_PROXY_DAEMONSETS, DaemonSetList).items
+            listing = list_all(self._api, Resource.KUBE_PROXY_DAEMONSETS, DaemonSetList)
+            return listing.items
         except Exception as exc:
             log.warning(
                 "%s could not be listed (%s): the readiness review is skipped",
@@ -304,28 +306,56 @@ class KubeReader:
             )
             return ()
 
-    def _list(self, resource: Resource, model: type[L], gaps: list[str]) -> L | None:
+    def _list(
+        self, resource: Resource, model: type[ObjectList], gaps: list[str]
+    ) -> tuple[tuple[Any, ...], bool]:
+        """(what decoded, complete): a failed list or an undecodable object is a gap."""
         try:
-            return list_all(self._api, resource, model)
+            listing = list_all(self._api, resource, model)
         except Exception as exc:
             gaps.append(f"{resource} could not be listed: {describe(exc)}")
-            return None
+            return (), False
+        if listing.undecodable:
+            gaps.append(undecodable_gap(resource, listing.undecodable))
+        return listing.items, not listing.undecodable
 
 
-def list_all(api: KubeApi, resource: Resource, model: type[L]) -> L:
+@dataclass(frozen=True)
+class Listing:
+    """A full list: what decoded, the list's resourceVersion, and what did not decode (each
+    named; the caller makes them a gap rather than act as if they did not exist)."""
+
+    items: tuple[Any, ...]
+    resource_version: str
+    undecodable: tuple[Undecodable, ...] = ()
+
+
+def undecodable_gap(resource: Resource, undecodable: Sequence[Undecodable]) -> str:
+    """One line for a gap or a log: how many, and the first by name with its problem."""
+    first = undecodable[0]
+    more = f" and {len(undecodable) - 1} more" if len(undecodable) > 1 else ""
+    return (
+        f"{resource}: {len(undecodable)} object(s) could not be decoded "
+        f"({first.key}: {first.problem}{more})"
+    )
+
+
+def list_all(api: KubeApi, resource: Resource, model: type[ObjectList]) -> Listing:
     """All pages as one list. An expired continue token (410) restarts the list once from
     the beginning, as a fresh consistent read; any other failure raises."""
     for attempt in range(2):
         items: list[Any] = []
+        undecodable: list[Undecodable] = []
         token = ""
         try:
             while True:
-                page = model.model_validate_json(api.list_page(resource, token))
+                page, bad = decode_page(model, api.list_page(resource, token))
                 items.extend(page.items)
+                undecodable.extend(bad)
                 token = page.metadata.continue_token
                 if not token:
-                    meta = ListMeta(resourceVersion=page.metadata.resource_version)
-                    return model(items=tuple(items), metadata=meta)
+                    version = page.metadata.resource_version
+                    return Listing(tuple(items), version, tuple(undecodable))
         except Exception as exc:
             if status_of(exc) == EXPIRED and attempt == 0:
                 log.info("%s list expired mid-way; restarting it", resource)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -17,24 +19,81 @@ class ListMeta(BaseModel):
 
 class ObjectList(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
+    item_type: ClassVar[Any] = None
     metadata: ListMeta = Field(default_factory=ListMeta)
     items: tuple[Any, ...] = ()
 
 
 class NodeList(ObjectList):
+    item_type = Node
     items: tuple[Node, ...] = ()
 
 
 class ServiceList(ObjectList):
+    item_type = Service
     items: tuple[Service, ...] = ()
 
 
 class PodList(ObjectList):
+    item_type = Pod
     items: tuple[Pod, ...] = ()
 
 
 class DaemonSetList(ObjectList):
+    item_type = DaemonSet
     items: tuple[DaemonSet, ...] = ()
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """An object the projections cannot read (no conforming API server sends one, but a
+    webhook-less CRD-style write or a future field change could): named, never fatal."""
+
+    key: str  # namespace/name, or name
+    problem: str
+
+
+def decode_page(model: type[ObjectList], raw: bytes | str) -> tuple[ObjectList, list[Undecodable]]:
+    """A list page, fast (the whole page at once) when every item decodes; otherwise item by
+    item, so one bad object costs only itself. A page that is not a list at all raises."""
+    try:
+        return model.model_validate_json(raw), []
+    except ValidationError as whole:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise whole from None
+        items = data.get("items") if isinstance(data, dict) else None
+        if not isinstance(items, list) or model.item_type is None:
+            raise
+        good: list[Any] = []
+        bad: list[Undecodable] = []
+        for item in items:
+            try:
+                good.append(model.item_type.model_validate(item))
+            except ValidationError as exc:
+                bad.append(Undecodable(object_key(item), describe_validation_error(exc)))
+        meta = ListMeta.model_validate(data.get("metadata") or {})
+        return model(metadata=meta, items=tuple(good)), bad
+
+
+def object_key(item: object) -> str:
+    """`namespace/name` (or name) of a raw object, escaped and short, "?" when it has none."""
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        return "?"
+    namespace = metadata.get("namespace")
+    name = _shown(metadata["name"])
+    return f"{_shown(namespace)}/{name}" if isinstance(namespace, str) and namespace else name
+
+
+def _shown(text: str) -> str:
+    """A name as is when it could be one (printable, at most 253 characters), else escaped
+    and cut: it goes into log lines and gap reasons."""
+    if text.isprintable() and len(text) <= 253:
+        return text
+    shown = repr(text)
+    return shown if len(shown) <= _MAX_PART else shown[: _MAX_PART - 4] + "...'"
 
 
 Projection = type[Node] | type[Service] | type[Pod] | type[Namespace] | type[DaemonSet]

@@ -52,6 +52,32 @@ def test_snapshot_has_gaps_until_synced_and_while_a_watch_is_down() -> None:
     assert cache.snapshot().complete
 
 
+def test_an_undecodable_object_is_a_gap_until_readable_or_deleted() -> None:
+    cache = ClusterCache("uid")
+    for resource in Resource:
+        cache.replace(resource, [])
+    cache.apply(Resource.NODES, "ADDED", node_json("1"))
+    # Its next version cannot be read: the old one is no longer current, so it goes.
+    assert cache.mark_undecodable(Resource.NODES, "n1", "spec.taints.0.key: Field required")
+    snapshot = cache.snapshot()
+    assert snapshot.nodes == ()
+    assert snapshot.gaps == (
+        "nodes: 1 object(s) could not be decoded (n1: spec.taints.0.key: Field required)",
+    )
+    assert not snapshot.versions_complete
+    assert not cache.mark_undecodable(Resource.NODES, "n1", "spec.taints.0.key: Field required")
+    assert cache.apply(Resource.NODES, "MODIFIED", node_json("3"))  # readable again
+    assert cache.snapshot().complete and cache.snapshot().versions_complete
+    cache.mark_undecodable(Resource.NODES, "n1", "bad")
+    assert cache.forget(Resource.NODES, "n1")  # deleted while unreadable
+    assert cache.snapshot().complete and not cache.forget(Resource.NODES, "n1")
+    cache.replace(Resource.SERVICES, [], {"default/web": "metadata.annotations.x: bad"})
+    assert cache.snapshot().gaps == (
+        "services: 1 object(s) could not be decoded (default/web: metadata.annotations.x: bad)",
+    )
+    assert cache.snapshot().versions_complete  # a Service says nothing about versions
+
+
 def test_trigger_coalesces_a_burst_into_one_wakeup() -> None:
     trigger = Trigger()
     for i in range(50):

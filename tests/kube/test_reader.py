@@ -196,19 +196,20 @@ def test_failed_list_is_a_gap_and_the_rest_is_intact(
     assert snapshot.versions_complete is (failed == "services")
 
 
-def test_undecodable_object_is_a_gap_naming_the_field(
+def test_an_undecodable_object_is_a_gap_naming_it_and_costs_only_itself(
     kube_fake: KubeFake, reader: KubeReader
 ) -> None:
     broken = node("n2")
     broken["spec"]["taints"] = [{"effect": "NoSchedule"}]  # a taint without its key
-    seed(kube_fake, node("n1"), broken)
+    seed(kube_fake, node("n1"), broken, node("n3"))
 
     snapshot = reader.read_snapshot()
 
-    assert snapshot.nodes == ()
+    assert [n.name for n in snapshot.nodes] == ["n1", "n3"]
     assert snapshot.gaps == (
-        "nodes could not be listed: unexpected response: items.1.spec.taints.0.key: Field required",
+        "nodes: 1 object(s) could not be decoded (n2: spec.taints.0.key: Field required)",
     )
+    assert not snapshot.versions_complete  # n2 may run the old kube-proxy
 
 
 def test_projections_hold_what_the_planner_uses(kube_fake: KubeFake, reader: KubeReader) -> None:
