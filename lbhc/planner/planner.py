@@ -184,6 +184,21 @@ def _plan_shared(
     firewall_ok = firewall_owned and check_owned
 
     if not wanted:
+        # A rule of ours someone widened is narrowed even while it awaits deletion: the
+        # delete may be withheld (a partial view) or held back (below) for a long time.
+        if firewall is not None and firewall_owned and same_network(firewall, want_firewall):
+            merged = reconcile_firewall(firewall, want_firewall)
+            if merged.diff:
+                changes.append(
+                    Change(
+                        Action.UPDATE,
+                        Kind.FIREWALL,
+                        name,
+                        "drifted from the desired rule; restored until it is deleted",
+                        merged.diff,
+                        merged.resource,
+                    )
+                )
         # GC: the check goes first; a firewall deleted while the check lives would make
         # every node fail it (ingress-gce#1625). Pools we may not detach (no Service of ours
         # claims them; the cloud provider deletes those of deleted Services) hold GC back.

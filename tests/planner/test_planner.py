@@ -367,6 +367,17 @@ CASES = [
         withheld=2,
     ),
     Case(
+        "a widened firewall awaiting GC is narrowed even while its delete is withheld",
+        cluster(services=()),
+        cloud(
+            check=our_check(),
+            firewall=our_firewall(source_ranges=("0.0.0.0/0",)),
+            gaps=("target pools could not be listed",),
+        ),
+        {(Action.UPDATE, Kind.FIREWALL, NAME)},
+        withheld=2,
+    ),
+    Case(
         "ours on a pool no Service of this cluster claims is left alone and reported",
         cluster(services=(WEB,)),
         converged(WEB, extra_pools=(pool_for(API, health_checks=(URL,)),)),
