@@ -89,7 +89,7 @@ def converge_first(fw: FaultWorld, settings: dict[str, Any] | None = None, **opt
 def desired_body(fw: FaultWorld, collection: str) -> dict[str, object]:
     """Our shared resource as the planner wants it: what an earlier insert would have sent."""
     config = fw.settings.planner_config()
-    cluster_id = resolve_cluster_id(cluster_snapshot(fw), config)  # type: ignore[arg-type]
+    cluster_id = resolve_cluster_id(cluster_snapshot(fw), config)
     if collection == "firewalls":
         return firewall_to_json(desired_firewall(NAME, cluster_id, config))
     return health_check_to_json(desired_health_check(NAME, cluster_id, config))

@@ -370,21 +370,47 @@ def hand_patch(path: str, body: Callable[[FaultWorld], dict[str, object]]) -> Ar
     return arm
 
 
-def hand_delete_check(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
-    """Someone detaches our check everywhere and deletes it: recreated, reattached."""
-    converge_first(fw)
-    while True:  # as a person would: lbhc may reattach in between, then try again
+def _delete_check_by_hand(fw: FaultWorld) -> None:
+    """As a person would: detach our check everywhere, delete it, and if lbhc reattached
+    it in between (the delete is refused as in use), do it again."""
+    while True:
         for pool in fw.cluster_pools:
             fw.pool_op(pool, "removeHealthCheck", URL)
         status, _, _ = fw.compute.handle("DELETE", API + CHECK)
         if status == 200:
-            break
+            return
+
+
+def hand_delete_check(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
+    """Someone detaches our check everywhere and deletes it: recreated, reattached."""
+    converge_first(fw)
+    _delete_check_by_hand(fw)
     return Run(
         changes=2 * clean_changes(fw),
         resync=True,
         creations={"httpHealthChecks": 2, "firewalls": 1},
         fault_end=now(),
         world_faults=1,
+        check=no_removal,
+    )
+
+
+def check_deleted_while_attaching(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
+    """Someone deletes our check just as lbhc attaches it to a new Service's pool: the
+    attach meets a 404 (about the check, not the pool); by the next resync at the latest
+    the check is recreated and every pool carries it again."""
+    converge_first(fw)
+    fw.compute.faults.on_request(
+        lambda: _delete_check_by_hand(fw), method="POST", path_contains="/addHealthCheck"
+    )
+    fw.add_services(1, prefix="late")
+    wait_for(lambda: fw.compute.faults.injected().get("action"), timeout=SLACK_SEC, what="it")
+    return Run(
+        changes=2 * clean_changes(fw) + 1,
+        resync=True,
+        creations={"httpHealthChecks": 2, "firewalls": 1},
+        world_faults=1,
+        check=no_removal,
     )
 
 
@@ -447,7 +473,12 @@ def foreign_check_on_pool(fw: FaultWorld, rng: random.Random, scale: Scale) -> R
             timeout=SLACK_SEC,
             what="the plan's warning",
         )
-        assert fw.metric("lbhc_target_pools", state="conflicting") >= 1
+        # The metric is set at the end of the pass whose plan is already visible.
+        wait_for(
+            lambda: fw.metric("lbhc_target_pools", state="conflicting") >= 1,
+            timeout=SLACK_SEC,
+            what="the conflicting-pools metric",
+        )
         no_removal(fw)
 
     return Run(
@@ -516,6 +547,12 @@ CASES = [
     ),
     Case("check-description-disowned", "shared check changed by hand", hand_disowned_check),
     Case("check-deleted", "shared check deleted by hand", hand_delete_check),
+    Case(
+        "check-deleted-while-attaching",
+        "shared check deleted by hand",
+        check_deleted_while_attaching,
+        short=False,
+    ),
     Case(
         "firewall-widened",
         "firewall changed by hand",

@@ -9,12 +9,14 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from google.cloud import compute_v1
 
 from lbhc.gce import convert
 from lbhc.kube.snapshot_file import parse_cluster_snapshot
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
+from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Plan
 from lbhc.planner.planner import plan, resolve_cluster_id
 from lbhc.planner.shared import is_owned
@@ -33,7 +35,7 @@ SLACK_SEC = 20.0
 
 
 # ---- the planner's desired state, from the fakes' own state (no request, no fault) ------
-def cluster_snapshot(fw: FaultWorld) -> object:
+def cluster_snapshot(fw: FaultWorld) -> ClusterSnapshot:
     kube = fw.w.kube
     items = [*kube.objects("Node"), *kube.objects("Service"), *kube.objects("Namespace")]
     document = {"apiVersion": "v1", "kind": "List", "items": items}
@@ -46,7 +48,7 @@ def cloud_snapshot(fw: FaultWorld) -> CloudSnapshot:
     check = fake.http_health_checks(PROJECT).get(NAME)
     firewall = fake.firewalls(PROJECT).get(NAME)
 
-    def proto(kind: type, body: dict[str, object]) -> object:
+    def proto(kind: Any, body: dict[str, object]) -> Any:
         return kind.from_json(json.dumps(body), ignore_unknown_fields=True)
 
     return CloudSnapshot(
@@ -66,7 +68,7 @@ def cloud_snapshot(fw: FaultWorld) -> CloudSnapshot:
 
 def desired_plan(fw: FaultWorld) -> Plan:
     """What the planner would still change in the cloud as it is now: nothing when converged."""
-    return plan(cluster_snapshot(fw), cloud_snapshot(fw), fw.settings.planner_config())  # type: ignore[arg-type]
+    return plan(cluster_snapshot(fw), cloud_snapshot(fw), fw.settings.planner_config())
 
 
 def problems(fw: FaultWorld, conflict_pools: Iterable[str] = ()) -> list[str]:
@@ -82,7 +84,7 @@ def problems(fw: FaultWorld, conflict_pools: Iterable[str] = ()) -> list[str]:
     for name in fw.local_pools:
         if name in pools and URL in pools[name].get("healthChecks", []):
             found.append(f"Local pool {name} carries our check")
-    cluster_id = resolve_cluster_id(cluster_snapshot(fw), fw.settings.planner_config())  # type: ignore[arg-type]
+    cluster_id = resolve_cluster_id(cluster_snapshot(fw), fw.settings.planner_config())
     wanted = 1 if any(p in pools for p in fw.cluster_pools) else 0
     for kind, items in (
         ("check", fw.compute.http_health_checks(PROJECT)),
@@ -133,7 +135,7 @@ def assert_stable(fw: FaultWorld, passes: int = 3, conflict_pools: Iterable[str]
 def pass_backoff_sec(failed_passes: int) -> float:
     """Longest total wait lbhc's pass backoff can add over `failed_passes` failures."""
     return sum(
-        min(PASS_BACKOFF_MAX_SEC, PASS_BACKOFF_INITIAL_SEC * 2**i) for i in range(failed_passes)
+        min(PASS_BACKOFF_MAX_SEC, PASS_BACKOFF_INITIAL_SEC * 2.0**i) for i in range(failed_passes)
     )
 
 

@@ -15,9 +15,9 @@ from lbhc.controller.app import ControllerApp, RunOptions
 from lbhc.gce.client import GceClient
 from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
-from lbhc.sandbox.compute_fake import JournalEntry
+from lbhc.sandbox.compute_fake import ComputeFake, JournalEntry
 from lbhc.settings import Settings, load_settings
-from tests.controller.harness import NAME, PROJECT, REGION, World, world
+from tests.controller.harness import PROJECT, REGION, World, world
 
 IDENTITY = "lbhc-under-test"
 OTHER_REGION = "europe-west1"
@@ -47,7 +47,7 @@ class FaultWorld:
     local_pools: list[str] = field(default_factory=list)
 
     @property
-    def compute(self) -> Any:
+    def compute(self) -> ComputeFake:
         return self.w.compute
 
     # ---- the cluster ----------------------------------------------------------------
@@ -221,6 +221,3 @@ def fault_world(operation_latency: float = 0.0) -> Iterator[FaultWorld]:
         seed_foreign(fw)
         fw.compute.clear_journal()  # the seeding is not what the case is about
         yield fw
-
-
-__all__ = ["NAME", "FaultWorld", "fault_world"]

@@ -43,16 +43,14 @@ from tests.chaos.compute_world import (
     API,
     FOREIGN_CHECK,
     IDENTITY,
-    NAME,
     OTHER_CLUSTER,
     OTHER_REGION,
-    PROJECT,
     RESYNC_SEC,
     FaultWorld,
     fault_world,
 )
 from tests.chaos.record import record
-from tests.controller.harness import wait_for
+from tests.controller.harness import NAME, PROJECT, wait_for
 
 CASES = ERROR_CASES + WORLD_CASES
 
