@@ -117,11 +117,14 @@ def _kill_and_restart(
             what="the standby replica's caches to sync",
         )
         switch.gate.set()
-    wait_for(
-        lambda: switch.fired.is_set() or not victim.alive(),
-        timeout=spec.kill_timeout,
-        what=f"{spec}: the victim to reach mutation {point.mutation} of {scenario}",
-    )
+    try:
+        wait_for(
+            lambda: switch.fired.is_set() or not victim.alive(),
+            timeout=spec.kill_timeout,
+            what=f"{spec}: the victim to reach mutation {point.mutation} of {scenario}",
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{victim.log_tail()}") from None
     assert switch.kill is not None, f"{spec}: the victim died on its own\n{victim.log_tail()}"
     victim.kill9()  # reaped before anything else starts
     return _Run(switch.kill, victim, standby or group.start(successor_id, run))

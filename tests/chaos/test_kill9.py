@@ -59,9 +59,18 @@ _results: dict[str, list[TrialResult]] = {"short": [], "full": []}
 def figures() -> Iterator[None]:
     """Figures for docs/reliability.md, once per scale that ran."""
     yield
-    for case, results in _results.items():
-        if results:
-            record("kill-9", case, **summary(results))
+    for scale, results in _results.items():
+        if not results:
+            continue
+        record("kill-9", scale, **summary(results))
+        # Time to converge differs by what follows the kill: one row per successor kind.
+        for restart in RESTARTS:
+            subset = [r for r in results if r.spec.restart == restart]
+            if subset:
+                record("kill-9", f"{scale}: {restart}", **summary(subset))
+        slow = [r for r in results if r.spec.slow]
+        if slow:
+            record("kill-9", f"{scale}: k-th operation slow", **summary(slow))
 
 
 def summary(results: list[TrialResult]) -> dict[str, object]:
