@@ -1,8 +1,9 @@
 """Seeded random cluster churn, as the cluster's other actors make it: Services created
 (Cluster or Local), deleted, flipped between policies; nodes added, tainted by the
-autoscaler, untainted, deleted (first marked: deletionTimestamp while a finalizer holds it,
-then gone with its kube-proxy); a node's kube-proxy upgraded or downgraded, also to a version
-too old to serve /healthz, or to an unparsable tag (both mean fallback), and back.
+autoscaler (one, or all at once), untainted, deleted (first marked: deletionTimestamp while
+a finalizer holds it, then gone with its kube-proxy); a node's kube-proxy upgraded or
+downgraded, also to a version too old to serve /healthz, or to an unparsable tag (both mean
+fallback), and back.
 
 Every decision comes from `random.Random(seed)` over state read back from the kube fake in
 a stable order, so a seed replays the same choices (timing may still differ)."""
@@ -60,6 +61,7 @@ class Churn:
             (2, lambda: self.flip_service(services), bool(services)),
             (2, self.add_node, len(live) < self._max_nodes),
             (3, lambda: self.taint([n for n in live if not _tainted(n)]), len(tainted) < len(live)),
+            (1, lambda: self.taint_all(live), len(tainted) < len(live)),
             (3, lambda: self.untaint(tainted), bool(tainted)),
             (2, lambda: self.begin_node_deletion(live), len(live) > self._min_nodes),
             (3, lambda: self.finish_node_deletion(deleting), bool(deleting)),
@@ -128,6 +130,13 @@ class Churn:
         name = self._rng.choice(nodes)["metadata"]["name"]
         self._kube.taint(name, TAINT, str(int(time.time())), "NoSchedule")
         return f"node {name} tainted {TAINT}"
+
+    def taint_all(self, nodes: list[Object]) -> str:
+        """The autoscaler scales the whole node pool down: every pool drains at once (all
+        UNHEALTHY, failing open: the monitor must not count it)."""
+        for name in _names(nodes):
+            self._kube.taint(name, TAINT, str(int(time.time())), "NoSchedule")
+        return f"every node ({len(nodes)}) tainted {TAINT}"
 
     def untaint(self, nodes: list[Object]) -> str:
         name = self._rng.choice(nodes)["metadata"]["name"]
