@@ -10,7 +10,7 @@ from lbhc.model.cluster import Service
 from lbhc.model.plan import Action, Change, FieldChange, Kind
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
-from lbhc.planner.services import ineligibility
+from lbhc.planner.services import ineligibility, unclear_opt_out
 
 SERVICE_NAME_KEY = "kubernetes.io/service-name"
 
@@ -58,6 +58,8 @@ def match_pools(
             continue  # not provisioned yet, or not a target-pool LB: nothing to do
         rule = rules.get(pool.name)
         reason = ineligibility(service, config)
+        if (unclear := unclear_opt_out(service, config)) is not None:
+            warnings.append(unclear)
         confirmed = claims(pool.description, service.key) or (
             rule is not None and claims(rule.description, service.key)
         )

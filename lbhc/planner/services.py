@@ -23,9 +23,26 @@ def is_handled_by_default_controller(service: Service, config: PlannerConfig) ->
     return lb_class is None or lb_class in config.load_balancer_classes
 
 
+_TRUE = frozenset({"true", "yes", "1"})
+_FALSE = frozenset({"false", "no", "0", ""})
+
+
 def is_opted_out(service: Service, config: PlannerConfig) -> bool:
     value = service.metadata.annotations.get(config.opt_out_annotation, "")
-    return value.strip().lower() in {"true", "yes", "1"}
+    return value.strip().lower() in _TRUE
+
+
+def unclear_opt_out(service: Service, config: PlannerConfig) -> str | None:
+    """A warning for an opt-out annotation that is neither true nor false: read as false
+    (the check is attached), which may not be what its author meant."""
+    value = service.metadata.annotations.get(config.opt_out_annotation)
+    if value is None or value.strip().lower() in _TRUE | _FALSE:
+        return None
+    shown = value if len(value) <= 32 else value[:32] + "..."
+    return (
+        f"Service {service.key}: {config.opt_out_annotation}={shown!r} is neither true nor "
+        "false; read as false (not opted out)"
+    )
 
 
 def ineligibility(service: Service, config: PlannerConfig) -> str | None:

@@ -367,6 +367,13 @@ CASES = [
         withheld=2,
     ),
     Case(
+        "an opt-out value that is neither true nor false attaches, and says so",
+        cluster(services=(service("web", annotations={"lbhc.dev/ignore": "maybe"}),)),
+        cloud(check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB),)),
+        {(Action.ATTACH, Kind.TARGET_POOL, pool_for(WEB).name)},
+        warning="lbhc.dev/ignore='maybe' is neither true nor false; read as false",
+    ),
+    Case(
         "a widened firewall awaiting GC is narrowed even while its delete is withheld",
         cluster(services=()),
         cloud(
