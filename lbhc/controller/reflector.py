@@ -172,12 +172,18 @@ class Reflector:
         # Randomised like client-go, so many watches do not all reconnect at once.
         timeout = int(self._watch_timeout_sec * (1 + random.random()))
         self._stream = self._api.watch(self.resource, self.resource_version, timeout)
+        delivered = False
         try:
             for line in self._stream:
                 if self._stop.is_set():
                     return
                 self._handle(line)
                 self._events_since_list += 1
+                if not delivered:
+                    # A watch that delivers is healthy: the next drop starts from the
+                    # shortest wait, not one grown over earlier drops (each a blind spell).
+                    delivered = True
+                    self._backoff.reset()
                 # Fresh again only once the stream has delivered something: an open
                 # connection alone may still be about to replay what we missed, or to
                 # answer 410 in-stream.

@@ -147,11 +147,6 @@ def call(world: SoakWorld, method: str, path: str, body: dict[str, Any]) -> None
 DROPS = 4  # healthy watches dropped one after another
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the reflector's backoff resets only when a watch ends cleanly, so each drop "
-    "of a healthy watch waits twice as long (up to 30 s blind, removals withheld)",
-)
 def test_a_dropped_healthy_watch_is_resumed_without_growing_backoff() -> None:
     """Seen in the soak (seed 13, make chaos): after a few kube-drop-watches steps, lbhc took
     20-29 s to see the next churn, its reflectors still waiting out a backoff that had grown
