@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import pytest
 
@@ -168,24 +169,35 @@ CASES = [
     KubeFault("watch-410-status", _silence_services, _expire_watch_with_status, relists=True),
     KubeFault("list-continue-410", _silence_services, _expire_continue, short=True, relists=True),
     KubeFault(
+        "relist-slow",
+        _silence_services,
+        _slow_relist,
+        seconds=(2.0, 10.0),
+        short=True,
+        relists=True,
+    ),
+    KubeFault("watch-slow", _slow_watch, seconds=(2.0, 10.0)),
+    KubeFault("watch-stalled", _stall, seconds=(2.0, 10.0), reported=False),
+    # Full run only: each runs into one of the read timeouts lbhc's Kubernetes client has.
+    KubeFault(
         "relist-slower-than-read-timeout",
         _silence_services,
         _slow_relist,
-        seconds=(2.0, KUBE_TIMEOUTS.read_timeout_sec + 5),
-        timeout=(0.0, KUBE_TIMEOUTS.read_timeout_sec),
+        seconds=(KUBE_TIMEOUTS.read_timeout_sec + 5,) * 2,
+        timeout=(KUBE_TIMEOUTS.read_timeout_sec,) * 2,
         relists=True,
     ),
     KubeFault(
         "watch-slower-than-read-timeout",
         _slow_watch,
-        seconds=(2.0, KUBE_TIMEOUTS.watch_read_timeout_sec + 5),
-        timeout=(0.0, KUBE_TIMEOUTS.watch_read_timeout_sec),
+        seconds=(KUBE_TIMEOUTS.watch_read_timeout_sec + 5,) * 2,
+        timeout=(KUBE_TIMEOUTS.watch_read_timeout_sec,) * 2,
     ),
     KubeFault(
         "watch-stalled-half-open",
         _stall,
-        seconds=(2.0, KUBE_TIMEOUTS.watch_read_timeout_sec + 5),
-        timeout=(0.0, KUBE_TIMEOUTS.watch_read_timeout_sec),
+        seconds=(KUBE_TIMEOUTS.watch_read_timeout_sec + 5,) * 2,
+        timeout=(KUBE_TIMEOUTS.watch_read_timeout_sec,) * 2,
         reported=False,
     ),
     KubeFault("list-empty-body", _silence_services, _empty_lists, relists=True),
@@ -225,7 +237,7 @@ def _removals_inside(
     return [m for m in mutations if is_removal(m) and any(a <= m.time <= b for a, b in windows)]
 
 
-def _staggered_recovery(run: FaultRun, cluster: Cluster, monitor: GapMonitor) -> None:
+def _staggered_recovery(run: FaultRun, cluster: Cluster, monitor: GapMonitor) -> float:
     """Services and Nodes are back but kube-proxy Pods are not: the controller sees the
     changes, and must still withhold the detaches they call for, and say so."""
     app, w = run.app, run.w
@@ -237,13 +249,16 @@ def _staggered_recovery(run: FaultRun, cluster: Cluster, monitor: GapMonitor) ->
         flip = services.get("flip")
         return flip is not None and flip.spec.external_traffic_policy == "Local"
 
+    lifted = time.monotonic()
     wait_for(seen, timeout=recovery_bound(app, run.seconds, 0), what="the changes seen")
+    seen_after = time.monotonic() - lifted
     passes = app.controller.passes
     wait_for(lambda: app.controller is not None and app.controller.passes >= passes + 2)
     assert monitor.has_gap(), "kube-proxy Pods are unreadable: the view cannot be complete"
     assert all(w.pool_checks(p) for p in cluster.changes.detached), "detached on a partial view"
     assert metric(app, "lbhc_withheld_changes") >= len(cluster.changes.detached)
     w.kube.faults.clear()
+    return seen_after
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: getattr(c, "name", ""))
@@ -280,8 +295,7 @@ def test_kube_fault_withholds_removals_and_misses_no_change(
             lifted = time.monotonic()
             held_passes = app.controller.passes - passes
             case.lift(run)
-            if case.staggered:
-                _staggered_recovery(run, cluster, monitor)
+            seen_after = _staggered_recovery(run, cluster, monitor) if case.staggered else None
             complete_from = time.monotonic() if (hold or case.staggered) else started
             bound = recovery_bound(app, hold, mutations=4, extra=seconds - hold)
             converged = wait_until(lambda: not cluster.unmet(), bound)
@@ -307,6 +321,8 @@ def test_kube_fault_withholds_removals_and_misses_no_change(
             false_removals=len(false),
             changes_missed=len(cluster.unmet()),
             passes_while_held=held_passes,
+            requests_while_held=sum(1 for e in journal if e.time <= lifted),
+            changes_seen_seconds_after=None if seen_after is None else round(seen_after, 2),
             fewest_services_in_complete_view=low_water,
             watch_restarts=_restarts(app) - restarts,
         )
@@ -430,7 +446,7 @@ def test_a_cut_after_a_healthy_watch_reconnects_at_the_initial_backoff() -> None
                 wait_for(lambda: not monitor.has_gap(), timeout=60, what="a healthy watch")
                 cut = time.monotonic()
                 w.kube.faults.drop_watches()
-                resumed = wait_for(lambda c=cut: _watches_after(w, c), 60, "the watch resumed")
+                resumed = wait_for(partial(_watches_after, w, cut), 60, "the watch resumed")
                 delays.append(resumed[0] - cut)
         # Every cut follows a watch that worked: each should wait the initial backoff only.
         allowed = 3 * REFLECTOR_BACKOFF_INITIAL
