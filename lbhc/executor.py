@@ -154,7 +154,17 @@ class Executor:
             if not is_already_exists(exc):
                 raise
             existing = get()
-            if existing is None or existing.description != description:
+            if existing is None:
+                # Reserved but not readable: an insert of that name (a predecessor's, whose
+                # operation is still running) has not finished. A failure, so the pass is
+                # retried with backoff until it has and can be judged.
+                return Outcome(
+                    change,
+                    Status.FAILED,
+                    "an insert of that name is still in progress elsewhere (alreadyExists, "
+                    "not yet readable); retried",
+                )
+            if existing.description != description:
                 return Outcome(
                     change, Status.FAILED, "a resource of that name exists and is not ours"
                 )

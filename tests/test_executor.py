@@ -6,10 +6,11 @@ import json
 
 from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
+from lbhc.model.cloud import firewall_to_json
 from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.model.plan import Action, Plan
 from lbhc.planner.planner import plan
-from tests.builders import PROJECT, cluster, config, names, our_check, service
+from tests.builders import PROJECT, cluster, config, names, our_check, our_firewall, service
 from tests.conftest import ComputeEnv
 
 _, NAME, URL = names()
@@ -219,3 +220,24 @@ def test_failed_replacement_restores_the_foreign_check(compute: ComputeEnv) -> N
     attach = next(o for o in result.outcomes if o.change.action is Action.ATTACH)
     assert attach.status is Status.FAILED and "previous check restored" in attach.detail
     assert compute.pool_checks(pool) == [foreign]
+
+
+def test_already_exists_while_that_insert_still_runs_is_retried_not_called_foreign(
+    compute: ComputeEnv,
+) -> None:
+    compute.add_service_pool(service("web"))
+    gce = compute.client()
+    stale = plan(cluster(services=(service("web"),)), gce.read_snapshot(NAME), config())
+    compute.fake.operation_latency = 30.0  # a predecessor's insert, still RUNNING
+    status, _, _ = compute.fake.handle(
+        "POST",
+        f"/compute/v1/projects/{PROJECT}/global/firewalls",
+        body=json.dumps(firewall_to_json(our_firewall())),
+    )
+    assert status == 200
+    compute.fake.operation_latency = 0.0  # lbhc's own operations finish at once
+    result = Executor(gce).apply(stale)
+    create = next(o for o in result.outcomes if o.change.kind.value == "Firewall")
+    assert create.status is Status.FAILED and "still in progress" in create.detail
+    assert "not ours" not in create.detail
+    assert all(o.status is Status.SKIPPED for o in result.outcomes if o.change.name != NAME)
