@@ -397,6 +397,28 @@ def test_a_burst_of_service_events_is_kept_up_with(chaos_scale: str) -> None:
         assert app.controller.passes - passes < events, "every event got a pass of its own"
 
 
+def test_a_cut_after_a_healthy_watch_reconnects_at_the_initial_backoff() -> None:
+    """A cut is a blind spell: after cuts that each followed a watch that worked, the next
+    reconnect must not wait a ceiling grown over the earlier ones (once up to 30 s)."""
+    cuts = 4
+    with world() as w:
+        pool = w.add_service("web")
+        w.kube.bookmark_interval = 0.2  # a resumed watch proves itself within a fifth of a second
+        app = w.start(resync_period=RESYNC_SEC)
+        wait_for(lambda: w.attached(pool), what="convergence")
+        with monitored(app) as monitor:
+            delays: list[float] = []
+            for _ in range(cuts):
+                wait_for(lambda: not monitor.has_gap(), timeout=60, what="a healthy watch")
+                cut = time.monotonic()
+                w.kube.faults.drop_watches()
+                resumed = wait_for(partial(_watches_after, w, cut), 60, "the watch resumed")
+                delays.append(resumed[0] - cut)
+        # Every cut follows a watch that worked: each should wait the initial backoff only.
+        allowed = 3 * REFLECTOR_BACKOFF_INITIAL
+        assert delays[-1] <= allowed, f"reconnect delays {delays} (at most {allowed} s each)"
+
+
 # -- found by these tests: product bugs, kept as strict xfails until fixed --------------------
 
 
@@ -425,32 +447,6 @@ def test_a_watch_that_ends_at_once_is_retried_with_backoff() -> None:
         # Each retry waits at least half the initial backoff (full jitter over the ceiling).
         allowed = 2 + held / (REFLECTOR_BACKOFF_INITIAL / 2)
         assert len(watches) <= allowed, f"{len(watches)} watches in {held} s (at most {allowed})"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the reflector's backoff resets only when a watch ends cleanly, so after a "
-    "few cuts, each followed by a healthy watch, every later cut waits an escalated ceiling "
-    "(up to 30 s) with the view incomplete",
-)
-def test_a_cut_after_a_healthy_watch_reconnects_at_the_initial_backoff() -> None:
-    cuts = 4
-    with world() as w:
-        pool = w.add_service("web")
-        w.kube.bookmark_interval = 0.2  # a resumed watch proves itself within a fifth of a second
-        app = w.start(resync_period=RESYNC_SEC)
-        wait_for(lambda: w.attached(pool), what="convergence")
-        with monitored(app) as monitor:
-            delays: list[float] = []
-            for _ in range(cuts):
-                wait_for(lambda: not monitor.has_gap(), timeout=60, what="a healthy watch")
-                cut = time.monotonic()
-                w.kube.faults.drop_watches()
-                resumed = wait_for(partial(_watches_after, w, cut), 60, "the watch resumed")
-                delays.append(resumed[0] - cut)
-        # Every cut follows a watch that worked: each should wait the initial backoff only.
-        allowed = 3 * REFLECTOR_BACKOFF_INITIAL
-        assert delays[-1] <= allowed, f"reconnect delays {delays} (at most {allowed} s each)"
 
 
 @pytest.mark.xfail(
