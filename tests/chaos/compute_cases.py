@@ -56,6 +56,7 @@ class Run:
     creations: dict[str, int] | None = None
     conflict_pools: tuple[str, ...] = ()
     fault_end: float = 0.0
+    during: bool = False  # the fault lasts through convergence: timed from the start
     world_faults: int = 0  # faults made by the world (hand changes), not counted by the fake
     replaces: str | None = None  # a foreign check lbhc may take off (replace setting on)
     check: Callable[[FaultWorld], None] | None = None

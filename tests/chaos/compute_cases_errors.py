@@ -199,7 +199,8 @@ def latency_spike(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
     fw.compute.faults.latency(scale.spike)
     fw.start(START)
     changes = clean_changes(fw)
-    return Run(changes=changes, waits=scale.spike * (12 + changes), check=_calm_after_spike)
+    waits = scale.spike * (12 + changes)
+    return Run(changes=changes, waits=waits, during=True, check=_calm_after_spike)
 
 
 def operation_latency_spike(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
@@ -207,7 +208,8 @@ def operation_latency_spike(fw: FaultWorld, rng: random.Random, scale: Scale) ->
     fw.compute.operation_latency = scale.op_latency
     fw.start(START)
     changes = clean_changes(fw)
-    return Run(changes=changes, waits=scale.op_latency * changes, check=_calm_after_spike)
+    waits = scale.op_latency * changes
+    return Run(changes=changes, waits=waits, during=True, check=_calm_after_spike)
 
 
 def _calm_after_spike(fw: FaultWorld) -> None:

@@ -71,7 +71,9 @@ def run_case(case: Case, scale: Scale, seed: int) -> None:
         converged_at = wait_converged(fw, bound, case.id, run.conflict_pools)
         if run.check is not None:
             run.check(fw)
-        fault_end = max(run.fault_end, fw.compute.faults.last_ended(), started)
+        fault_end = (
+            started if run.during else max(run.fault_end, fw.compute.faults.last_ended(), started)
+        )
         assert_stable(fw, scale.stable_passes, run.conflict_pools)
 
         failed = fw.failed_passes()
