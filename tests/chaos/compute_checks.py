@@ -131,6 +131,22 @@ def assert_stable(fw: FaultWorld, passes: int = 3, conflict_pools: Iterable[str]
     assert not problems(fw, conflict_pools)
 
 
+def answers(fw: FaultWorld, status: int, path: str) -> int:
+    """How many of lbhc's requests to `path` (under the project) were answered `status`."""
+    return sum(1 for e in fw.lbhc_requests() if e.status == status and e.path == API + path)
+
+
+def assert_conflict_stable(fw: FaultWorld, passes: int, path: str) -> None:
+    """Once settled, `passes` more passes make no mutation at all, and none ever modified
+    the resource at `path` (a foreign one bearing our name)."""
+    wait_passes(fw, 2, bound=SLACK_SEC)
+    before = len(fw.lbhc_mutations())
+    wait_passes(fw, passes, bound=SLACK_SEC)
+    assert fw.lbhc_mutations()[before:] == [], "a stable conflict must not keep mutating"
+    touched = [m for m in fw.lbhc_mutations() if m.path == API + path and m.method != "POST"]
+    assert touched == [], "the foreign resource was modified"
+
+
 # ---- the bound -------------------------------------------------------------------------
 def pass_backoff_sec(failed_passes: int) -> float:
     """Longest total wait lbhc's pass backoff can add over `failed_passes` failures."""

@@ -20,12 +20,14 @@ import pytest
 pytest.register_assert_rewrite(
     "tests.chaos.compute_cases",
     "tests.chaos.compute_cases_errors",
+    "tests.chaos.compute_cases_hand",
     "tests.chaos.compute_cases_world",
     "tests.chaos.compute_checks",
 )
 
 from tests.chaos.compute_cases import SCALES, Case, Scale, converge_first, desired_body
 from tests.chaos.compute_cases_errors import CASES as ERROR_CASES
+from tests.chaos.compute_cases_hand import CASES as HAND_CASES
 from tests.chaos.compute_cases_world import CASES as WORLD_CASES
 from tests.chaos.compute_checks import (
     SLACK_SEC,
@@ -52,7 +54,7 @@ from tests.chaos.compute_world import (
 from tests.chaos.record import record
 from tests.controller.harness import NAME, PROJECT, wait_for
 
-CASES = ERROR_CASES + WORLD_CASES
+CASES = ERROR_CASES + WORLD_CASES + HAND_CASES
 
 
 def run_case(case: Case, scale: Scale, seed: int) -> None:
