@@ -16,6 +16,7 @@ from lbhc.model.cloud import Firewall, HttpHealthCheck
 from lbhc.model.plan import Action, Change, Kind, Plan
 
 log = logging.getLogger(__name__)
+IN_USE_DETAIL = "still in use"  # a delete refused as in use: retried, and reported
 
 
 class ComputeWriter(Protocol):
@@ -217,7 +218,7 @@ class Executor:
                 return Outcome(change, Status.DONE, "already gone")
             if is_in_use(exc):
                 # Still referenced, maybe by a pool outside this view: try again next time.
-                return Outcome(change, Status.SKIPPED, f"still in use: {describe(exc)}")
+                return Outcome(change, Status.SKIPPED, f"{IN_USE_DETAIL}: {describe(exc)}")
             raise
         return Outcome(change, Status.DONE)
 

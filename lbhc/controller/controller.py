@@ -18,7 +18,7 @@ from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
-from lbhc.executor import ApplyResult, Executor, Status
+from lbhc.executor import IN_USE_DETAIL, ApplyResult, Executor, Outcome, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
@@ -258,6 +258,18 @@ class Controller:
             )
 
     def _report(self, result: ApplyResult) -> None:
+        blocked = [o for o in result.outcomes if _gc_blocked(o)]
+        self._metrics.gc_blocked.set(1 if blocked else 0)
+        for outcome in blocked:  # the recorder rate-limits the repeats of every resync
+            self._event(
+                self._controller_ref,
+                "GarbageCollectionBlocked",
+                "Delete",
+                f"{outcome.change.kind} {outcome.change.name} is no longer needed but cannot "
+                f"be deleted ({outcome.detail}): something outside lbhc's view uses it, such "
+                "as a pool in another region or cluster; lbhc retries at every resync",
+                "Warning",
+            )
         for outcome in result.outcomes:
             change = outcome.change
             if change.kind is Kind.TARGET_POOL:
@@ -299,3 +311,11 @@ class Controller:
     def _record(self, spec: EventSpec) -> None:
         if self._recorder is not None:
             self._recorder.record(spec)
+
+
+def _gc_blocked(outcome: Outcome) -> bool:
+    return (
+        outcome.status is Status.SKIPPED
+        and outcome.change.action is Action.DELETE
+        and outcome.detail.startswith(IN_USE_DETAIL)
+    )

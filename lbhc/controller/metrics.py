@@ -70,6 +70,13 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.gc_blocked = Gauge(
+            "gc_blocked",
+            "1 while the shared check's deletion is refused as in use by something outside "
+            "lbhc's view (another region's or cluster's pool)",
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.withheld = Gauge(
             "withheld_changes",
             "Removals withheld on an incomplete view",

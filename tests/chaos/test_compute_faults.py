@@ -166,11 +166,6 @@ def test_the_oracle_catches_foreign_touches_budget_breaches_and_duplicates() -> 
         assert duplicates(fw, {"firewalls": 2, "httpHealthChecks": 1}) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a check delete refused as in use (resourceInUseByAnotherResource) is only "
-    "logged at INFO: no Event, plan warning or metric reports the blocked clean-up",
-)
 def test_a_check_held_by_another_owner_is_reported() -> None:
     """The clean-up cannot finish while another owner's pool (outside lbhc's region, so
     outside its view) holds our check: by the issue's rule, a situation lbhc cannot resolve
