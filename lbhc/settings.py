@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     gce_backoff_initial_sec: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     gce_backoff_max_sec: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     gce_operation_timeout_sec: float = Field(default=600.0, gt=0, allow_inf_nan=False)
+    # One request's read timeout; a request past it is retried (mutations with their
+    # requestId, so a slow one that landed is not applied twice).
+    gce_request_timeout_sec: float = Field(default=30.0, gt=0, le=600, allow_inf_nan=False)
     # Pool operations in flight, each holding its slot until DONE: at the default pacing and
     # 2-3 s operations, 8 capped attaches at ~3-4/s; 32 lets the pacing be the limit.
     max_concurrent_pool_calls: int = Field(default=32, ge=1, le=64)
@@ -322,6 +325,7 @@ class Settings(BaseSettings):
             backoff_initial_sec=self.gce_backoff_initial_sec,
             backoff_max_sec=self.gce_backoff_max_sec,
             operation_timeout_sec=self.gce_operation_timeout_sec,
+            request_timeout_sec=self.gce_request_timeout_sec,
         )
 
 

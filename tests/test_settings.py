@@ -96,3 +96,28 @@ def test_malformed_config_file_is_one_clear_error(
     path.write_text(content)
     with pytest.raises(SettingsError, match=message):
         load_settings(path, **REQUIRED)
+
+
+def test_gce_settings_reach_the_client_config() -> None:
+    settings = load_settings(
+        **REQUIRED,
+        gce_mutations_per_second=3,
+        gce_reads_per_second=7,
+        gce_max_attempts=4,
+        gce_backoff_initial_sec=0.5,
+        gce_backoff_max_sec=9,
+        gce_operation_timeout_sec=120,
+        gce_request_timeout_sec=12,
+    )
+    cfg = settings.gce_client_config(read_only=True, client_id="me")
+    assert (
+        cfg.mutations_per_second,
+        cfg.reads_per_second,
+        cfg.max_attempts,
+        cfg.backoff_initial_sec,
+        cfg.backoff_max_sec,
+        cfg.operation_timeout_sec,
+        cfg.request_timeout_sec,
+        cfg.read_only,
+        cfg.client_id,
+    ) == (3, 7, 4, 0.5, 9, 120, 12, True, "me")

@@ -47,6 +47,7 @@ BAD_VALUES = (
     Bad("gce_backoff_initial_sec", "nan", "expected a finite number"),
     Bad("gce_backoff_max_sec", "-1", "greater than 0"),
     Bad("gce_operation_timeout_sec", "0", "greater than 0"),
+    Bad("gce_request_timeout_sec", "0", "greater than 0"),
     Bad("max_concurrent_pool_calls", "65", "less than or equal to 64"),
     Bad("cluster_id", "Bad_Id", "expected 1-32 lowercase letters"),
     Bad("base_name", "K8S", "expected a GCE name prefix"),
