@@ -174,12 +174,15 @@ class Executor:
 
     def _attach(self, change: Change) -> Outcome:
         """A pool deleted since the plan was made is skipped, not failed: the Service is gone
-        or being re-provisioned, and the next pass sees the new state."""
+        or being re-provisioned, and the next pass sees the new state. The check deleted
+        since (by hand) is a failure: the pass is retried soon and recreates it."""
         try:
             if change.replaces:
                 return self._replace(change)
             self._gce.add_health_check(change.name, change.health_check_url)
         except Exception as exc:
+            if is_not_found(exc) and "/httpHealthChecks/" in describe(exc):
+                return Outcome(change, Status.FAILED, "the health check no longer exists")
             if is_not_found(exc):
                 return Outcome(change, Status.SKIPPED, "target pool no longer exists")
             raise

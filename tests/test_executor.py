@@ -241,3 +241,28 @@ def test_already_exists_while_that_insert_still_runs_is_retried_not_called_forei
     assert create.status is Status.FAILED and "still in progress" in create.detail
     assert "not ours" not in create.detail
     assert all(o.status is Status.SKIPPED for o in result.outcomes if o.change.name != NAME)
+
+
+def test_an_attach_whose_check_was_deleted_meanwhile_fails_to_be_retried(
+    compute: ComputeEnv,
+) -> None:
+    """Unlike a pool deleted meanwhile (skipped: its Service went), a check deleted by hand
+    between plan and attach fails the pass, so it is retried soon and the check recreated."""
+    gone = compute.add_service_pool(service("gone"))
+    web = compute.add_service_pool(service("web"))
+    gce = compute.client()
+    gce.insert_firewall(our_firewall())
+    gce.insert_http_health_check(our_check())
+    snapshot = cluster(services=(service("gone"), service("web")))
+    stale = plan(snapshot, gce.read_snapshot(NAME), config())  # says: attach both
+    compute.delete_load_balancer(gone)
+    gce.delete_http_health_check(NAME)
+    outcomes = {o.change.name: o for o in Executor(gce).apply(stale).outcomes}
+    assert (outcomes[gone].status, outcomes[gone].detail) == (
+        Status.SKIPPED,
+        "target pool no longer exists",
+    )
+    assert (outcomes[web].status, outcomes[web].detail) == (
+        Status.FAILED,
+        "the health check no longer exists",
+    )
