@@ -96,9 +96,9 @@ def test_a_restart_finishes_the_replacement(tmp_path: Path) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG: a replacement cut by a kill between removeHealthCheck(foreign) and "
-    "addHealthCheck(ours) is never finished nor undone when the successor may not attach "
-    "(fallback): the pool keeps no health check at all",
+    reason="known limitation (README, replace_foreign_health_checks): replacement is one way; "
+    "cut by a kill between removeHealthCheck(foreign) and addHealthCheck(ours), it is never "
+    "undone when the successor may not attach (fallback): the pool keeps no health check",
 )
 def test_a_restart_that_may_not_attach_puts_the_foreign_check_back(tmp_path: Path) -> None:
     with cut_replacement(tmp_path) as cut:
