@@ -67,6 +67,10 @@ class LeaseElector:
         self._clock = clock
         self._on_change = on_change or (lambda leader: None)
         self._renewed_at: float | None = None  # monotonic time of our last successful write
+        # The resourceVersion of the record we last wrote: a Lease naming us is ours only if
+        # it is that record (a record naming us that we did not write, by hand or by a
+        # predecessor with our identity, is acquired like any other).
+        self._written_version: str | None = None
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self._stop = threading.Event()
@@ -124,8 +128,8 @@ class LeaseElector:
         if self._stop.is_set():
             return False  # stopped while the request was in flight: acquire nothing
         if lease is None:
-            self._api.create_lease(self.config.namespace, self._body(None, transitions=0))
-            self._renewed(now)
+            created = self._api.create_lease(self.config.namespace, self._body(None, transitions=0))
+            self._renewed(now, created)
             return True
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
@@ -133,22 +137,28 @@ class LeaseElector:
         if record != self._observed:
             # After the response: someone else's lease is dated no earlier than we saw it.
             self._observed, self._observed_at = record, self._clock()
-        mine = holder == self.config.identity
+        version = (lease.get("metadata") or {}).get("resourceVersion")
+        mine = holder == self.config.identity and version == self._written_version
+        if not mine and self._renewed_at is not None:
+            # Someone else's record: whatever our clock says, we no longer hold the lease.
+            log.warning("leader election: the Lease now names %r; stopping writes", holder)
+            self._renewed_at = None
         duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
         if not mine and holder and now < self._observed_at + duration:
-            return False  # held by someone else, and not yet expired by our own clock
+            return False  # held by someone (maybe a predecessor of ours), not yet expired
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if mine else 1)
         body = self._body(lease, transitions, acquire=not mine)
         try:
-            self._api.replace_lease(self.config.namespace, self.config.name, body)
+            written = self._api.replace_lease(self.config.namespace, self.config.name, body)
         except Exception as exc:
             if status_of(exc) == 409:
                 return False  # someone else wrote first; look again next round
             raise
-        self._renewed(now)
+        self._renewed(now, written)
         return True
 
-    def _renewed(self, at: float) -> None:
+    def _renewed(self, at: float, written: dict[str, Any]) -> None:
+        self._written_version = (written.get("metadata") or {}).get("resourceVersion")
         self._renewed_at = at
         self.renewals.append(at)
         self.confirmations.append(self._clock())

@@ -173,11 +173,6 @@ def _judge(r: Replicas, case: str, leader: ControllerApp, written: float) -> Non
     assert not wrong, "wrong-writer mutations:\n" + "\n".join(map(str, wrong))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a leader that reads a Lease naming another holder keeps writing until its "
-    "renew deadline (LeaseElector leaves _renewed_at set when the lease is not its own)",
-)
 def test_a_leader_stops_writing_once_it_reads_another_holder() -> None:
     with replicas(2, HAND_TIMINGS) as r:
         pools = [r.w.add_service(f"svc-{i}") for i in range(2)]
@@ -186,11 +181,6 @@ def test_a_leader_stops_writing_once_it_reads_another_holder() -> None:
         _judge(r, "overwritten-by-a-stranger", leader, written)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a follower named in the Lease by hand 'renews' it at once and writes while "
-    "the previous leader still may (two holders); it should acquire like any new holder",
-)
 def test_a_lease_handed_to_a_follower_by_hand_never_has_two_writers() -> None:
     with replicas(2, HAND_TIMINGS) as r:
         pools = [r.w.add_service(f"svc-{i}") for i in range(2)]
