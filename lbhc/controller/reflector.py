@@ -13,6 +13,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,9 @@ _OBJECTS: dict[Resource, type[Obj]] = {
     Resource.KUBE_PROXY_PODS: Pod,
     Resource.KUBE_PROXY_DAEMONSETS: DaemonSet,
 }
+
+
+_VERY_SHORT_WATCH_SEC = 1.0
 
 
 class WatchExpired(Exception):
@@ -117,8 +121,12 @@ class Reflector:
                 if need_list:
                     self._list()
                     need_list = False
-                self._watch()
-                self._backoff.reset()
+                started = time.monotonic()
+                if not self._watch() and time.monotonic() - started < _VERY_SHORT_WATCH_SEC:
+                    # Ended at once without a single event (not even a bookmark): as
+                    # client-go's "very short watch", wait before the next, or it is a
+                    # hot loop against the API server.
+                    self._stop.wait(self._backoff.next())
             except Exception as exc:
                 if self._stop.is_set():
                     return
@@ -168,7 +176,8 @@ class Reflector:
         # Even an unchanged relist ends a gap, which may unblock withheld removals.
         self._on_change(f"{self.resource} {'listed' if changed else 'relisted unchanged'}")
 
-    def _watch(self) -> None:
+    def _watch(self) -> bool:
+        """One watch until it ends; True if it delivered anything."""
         # Randomised like client-go, so many watches do not all reconnect at once.
         timeout = int(self._watch_timeout_sec * (1 + random.random()))
         self._stream = self._api.watch(self.resource, self.resource_version, timeout)
@@ -176,7 +185,7 @@ class Reflector:
         try:
             for line in self._stream:
                 if self._stop.is_set():
-                    return
+                    return delivered
                 self._handle(line)
                 self._events_since_list += 1
                 if not delivered:
@@ -192,6 +201,7 @@ class Reflector:
                     self._on_change(f"{self.resource} watch resumed")
         finally:
             self._stream = None
+        return delivered
 
     def _handle(self, line: bytes) -> None:
         try:

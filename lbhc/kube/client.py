@@ -350,6 +350,13 @@ def list_all(api: KubeApi, resource: Resource, model: type[ObjectList]) -> Listi
         try:
             while True:
                 page, bad = decode_page(model, api.list_page(resource, token))
+                if not page.metadata.resource_version:
+                    # Every API server list carries one. Without it, `{}` would read as a
+                    # complete, empty list: for Nodes, the end of a version-skew fallback.
+                    raise KubeReadError(
+                        f"{resource}: a list answer without metadata.resourceVersion "
+                        "(not a list from an API server)"
+                    )
                 items.extend(page.items)
                 undecodable.extend(bad)
                 token = page.metadata.continue_token

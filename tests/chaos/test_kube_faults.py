@@ -201,14 +201,7 @@ CASES = [
         reported=False,
     ),
     KubeFault("list-empty-body", _silence_services, _empty_lists, relists=True),
-    pytest.param(
-        KubeFault("list-empty-object", _silence_services, _empty_object_list, short=True),
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="BUG: a list answered 200 `{}` (no items, no resourceVersion) is taken as "
-            "complete: the Services store is empty and fresh until the watch refills it",
-        ),
-    ),
+    KubeFault("list-empty-object", _silence_services, _empty_object_list, short=True),
     KubeFault("watch-ends-at-once-repeatedly", _empty_watches, lift=_clear, seconds=(2.0, 10.0)),
     KubeFault(
         "apiserver-503", _outage(503), lift=_end_outage, seconds=(3.0, 120.0), staggered=True
@@ -419,14 +412,9 @@ def test_a_cut_after_a_healthy_watch_reconnects_at_the_initial_backoff() -> None
         assert delays[-1] <= allowed, f"reconnect delays {delays} (at most {allowed} s each)"
 
 
-# -- found by these tests: product bugs, kept as strict xfails until fixed --------------------
+# -- found by these tests: product bugs, fixed since --------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the reflector resets its backoff after any watch that returns normally, so "
-    "a watch answered with an empty 200 is retried in a hot loop (thousands a second)",
-)
 def test_a_watch_that_ends_at_once_is_retried_with_backoff() -> None:
     held = 2.0
     with world() as w:
@@ -449,11 +437,6 @@ def test_a_watch_that_ends_at_once_is_retried_with_backoff() -> None:
         assert len(watches) <= allowed, f"{len(watches)} watches in {held} s (at most {allowed})"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a Node list answered 200 `{}` (no items, no resourceVersion) is taken as "
-    "complete and empty: version-skew fallback is left and the check attached everywhere",
-)
 def test_an_empty_object_for_a_node_list_does_not_end_fallback() -> None:
     with world() as w:
         pools = [w.add_service(f"svc-{i}") for i in range(2)]
