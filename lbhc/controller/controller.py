@@ -93,13 +93,16 @@ class Controller:
     def run(self, stop: threading.Event) -> None:
         next_resync = time.monotonic()
         while not stop.is_set():
-            timeout = max(0.0, next_resync - time.monotonic())
-            reasons = self._trigger.wait(min(timeout, 1.0), self._options.coalesce_sec)
+            synced = self._cache.synced()
+            # Unsynced, a due resync must not make the wait return at once (a busy loop):
+            # the list that completes the sync fires the trigger.
+            due = max(0.0, next_resync - time.monotonic()) if synced else 1.0
+            reasons = self._trigger.wait(min(due, 1.0), self._options.coalesce_sec)
             if stop.is_set():
                 return
             if not self._cache.synced():
                 # WaitForCacheSync: a pass over a partial cache withholds every removal and
-                # attaches nothing, yet reads all of GCE. The last list to land fires again.
+                # attaches nothing, yet reads all of GCE.
                 continue
             if not reasons and time.monotonic() < next_resync:
                 continue

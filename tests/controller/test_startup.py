@@ -3,9 +3,18 @@ informers' WaitForCacheSync; and a replica that reads GCE is ready only once it 
 
 from __future__ import annotations
 
+import threading
 import urllib.error
 import urllib.request
 
+from lbhc.controller.cache import ClusterCache
+from lbhc.controller.controller import Controller, ControllerOptions
+from lbhc.controller.events import ObjectRef
+from lbhc.controller.metrics import Metrics
+from lbhc.controller.trigger import Trigger
+from lbhc.gce.client import GceClient
+from lbhc.gce.config import GceClientConfig
+from lbhc.planner.config import PlannerConfig
 from tests.controller.harness import World, wait_for, world
 
 
@@ -50,3 +59,41 @@ def test_ready_only_after_the_first_gce_read() -> None:
         w.compute.faults.latency(0)
         wait_for(lambda: readyz(url) == (200, "ok"), timeout=20, what="ready after the read")
         wait_for(lambda: w.attached(pool), timeout=20, what="convergence")
+
+
+class CountingTrigger(Trigger):
+    """Records how often the loop waits: a loop that spins waits thousands of times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits = 0
+
+    def wait(self, timeout: float, coalesce: float = 0.05) -> list[str]:
+        self.waits += 1
+        return super().wait(timeout, coalesce)
+
+
+def test_the_loop_sleeps_while_the_caches_sync() -> None:
+    cache = ClusterCache("uid")  # never synced: no reflector feeds it
+    trigger = CountingTrigger()
+    gce = GceClient(GceClientConfig(project="p", region="r", endpoint="http://127.0.0.1:9"))
+    controller = Controller(
+        PlannerConfig(project="p", region="r", node_tags=("t",)),
+        cache,
+        gce,
+        trigger,
+        Metrics(),
+        None,
+        ObjectRef("Lease", "lbhc", "lbhc-system"),
+        ControllerOptions(resync_period=0.0),  # a resync always due
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    wait_for(lambda: trigger.waits >= 1, what="the loop's first wait")
+    stop.wait(1.5)
+    stop.set()
+    trigger.close()
+    thread.join(5)
+    assert trigger.waits <= 4, f"{trigger.waits} waits in 1.5 s: the loop spins"
+    assert controller.passes == 0
