@@ -164,6 +164,8 @@ class ControllerApp:
             if self.stop_event.is_set():
                 return
             self.cache = ClusterCache(uid, self._watched())
+            cache = self.cache
+            self.metrics.view_gaps.set_function(lambda: len(cache.gaps()))  # read at scrape
             enforce = self.settings.readiness_policy is ReadinessPolicy.ENFORCE
             self.controller = Controller(
                 self.settings.planner_config(),

@@ -119,19 +119,25 @@ class ClusterCache:
         with self._lock:
             return {resource.value: len(s.objects) for resource, s in self._stores.items()}
 
+    def gaps(self) -> tuple[str, ...]:
+        """Why the planner's view is incomplete right now (empty when it is whole)."""
+        with self._lock:
+            return self._gaps()
+
+    def _gaps(self) -> tuple[str, ...]:
+        return tuple(
+            f"{resource} {store.problem or 'not synced yet'}"
+            for resource, store in self._stores.items()
+            if (not store.synced or store.problem) and resource in PLANNING_RESOURCES
+        ) + tuple(
+            undecodable_gap(resource, [Undecodable(k, why) for k, why in store.undecodable.items()])
+            for resource, store in self._stores.items()
+            if store.undecodable and resource in PLANNING_RESOURCES
+        )
+
     def snapshot(self) -> ClusterSnapshot:
         with self._lock:
-            gaps = tuple(
-                f"{resource} {store.problem or 'not synced yet'}"
-                for resource, store in self._stores.items()
-                if (not store.synced or store.problem) and resource in PLANNING_RESOURCES
-            ) + tuple(
-                undecodable_gap(
-                    resource, [Undecodable(k, why) for k, why in store.undecodable.items()]
-                )
-                for resource, store in self._stores.items()
-                if store.undecodable and resource in PLANNING_RESOURCES
-            )
+            gaps = self._gaps()
             fresh = {
                 r: s.synced and not s.problem and not s.undecodable for r, s in self._stores.items()
             }

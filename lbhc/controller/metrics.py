@@ -70,6 +70,13 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.view_gaps = Gauge(
+            "view_gaps",
+            "Parts of the cluster view that are not current (unsynced, relisting, watch down, "
+            "undecodable objects); while above 0, removals are withheld",
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.gc_blocked = Gauge(
             "gc_blocked",
             "1 while the shared check's deletion is refused as in use by something outside "

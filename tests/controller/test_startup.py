@@ -7,6 +7,7 @@ import threading
 import urllib.error
 import urllib.request
 
+from lbhc.controller.app import ControllerApp
 from lbhc.controller.cache import ClusterCache
 from lbhc.controller.controller import Controller, ControllerOptions
 from lbhc.controller.events import ObjectRef
@@ -26,6 +27,14 @@ def readyz(app_url: str) -> tuple[int, str]:
         return exc.code, exc.read().decode().strip()
 
 
+def view_gaps(app: ControllerApp) -> float:
+    url = wait_for(lambda: app.http and app.http.url, what="the HTTP server")
+    with urllib.request.urlopen(f"{url}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    [line] = [x for x in text.splitlines() if x.startswith("lbhc_view_gaps ")]
+    return float(line.split()[1])
+
+
 def failed_pod_lists(w: World) -> int:
     return sum(1 for e in w.kube.journal if e.path.endswith("/pods") and e.status >= 500)
 
@@ -40,9 +49,11 @@ def test_no_gce_read_before_the_caches_have_synced() -> None:
         wait_for(lambda: failed_pod_lists(w) >= 3, timeout=20, what="three failed pod lists")
         assert app.cache is not None and not app.cache.synced()
         assert w.compute.journal == [], "GCE was read before the caches had synced"
+        assert view_gaps(app) == 1  # the kube-proxy Pods, exported as they are now
         wait_for(lambda: w.attached(pool), timeout=20, what="convergence once pods list")
         reads = [e for e in w.compute.journal if e.path.endswith("/targetPools")]
         assert len(reads) == 1, "one pass after the sync, not one per store"
+        assert view_gaps(app) == 0
 
 
 def test_ready_only_after_the_first_gce_read() -> None:
