@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from lbhc.model.cloud import (
     CloudSnapshot,
+    Firewall,
     firewall_to_json,
     health_check_to_json,
     http_health_check_url,
@@ -187,18 +188,9 @@ def _plan_shared(
         # A rule of ours someone widened is narrowed even while it awaits deletion: the
         # delete may be withheld (a partial view) or held back (below) for a long time.
         if firewall is not None and firewall_owned and same_network(firewall, want_firewall):
-            merged = reconcile_firewall(firewall, want_firewall)
-            if merged.diff:
-                changes.append(
-                    Change(
-                        Action.UPDATE,
-                        Kind.FIREWALL,
-                        name,
-                        "drifted from the desired rule; restored until it is deleted",
-                        merged.diff,
-                        merged.resource,
-                    )
-                )
+            changes += _firewall_repair(
+                firewall, want_firewall, "drifted from the desired rule; restored until deleted"
+            )
         # GC: the check goes first; a firewall deleted while the check lives would make
         # every node fail it (ingress-gce#1625). Pools we may not detach (no Service of ours
         # claims them; the cloud provider deletes those of deleted Services) hold GC back.
@@ -243,18 +235,7 @@ def _plan_shared(
             )
             firewall_ok = False
         else:
-            merged = reconcile_firewall(firewall, want_firewall)
-            if merged.diff:
-                changes.append(
-                    Change(
-                        Action.UPDATE,
-                        Kind.FIREWALL,
-                        name,
-                        "drifted from the desired rule",
-                        merged.diff,
-                        merged.resource,
-                    )
-                )
+            changes += _firewall_repair(firewall, want_firewall, "drifted from the desired rule")
 
     if check is None:
         if may_add:
@@ -282,6 +263,13 @@ def _plan_shared(
                 )
             )
     return changes, firewall_ok
+
+
+def _firewall_repair(actual: Firewall, desired: Firewall, reason: str) -> list[Change]:
+    merged = reconcile_firewall(actual, desired)
+    if not merged.diff:
+        return []
+    return [Change(Action.UPDATE, Kind.FIREWALL, actual.name, reason, merged.diff, merged.resource)]
 
 
 def _create(kind: Kind, name: str, body: dict[str, object], desired: object, reason: str) -> Change:
