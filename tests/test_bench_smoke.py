@@ -88,7 +88,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     from tests.bench.scale_bench import main as scale_main
 
     out = tmp_path / "scale.json"
-    args = ["--nodes", "20", "--services", "10", "--resyncs", "1", "--in-process"]
+    args = ["--nodes", "20", "--services", "10", "--resyncs", "1", "--in-process", "--timeout", "120"]
     assert scale_main([*args, "--variants", "full-pools", "--json", str(out)]) == 0
     figures = json.loads(out.read_text())
     cold = figures["full-pools"]["cold_start"]
@@ -113,7 +113,8 @@ def test_burst_bench_smoke(tmp_path: Path) -> None:
 
     out = tmp_path / "burst.json"
     args = ["--services", "4", "--warm", "2", "--latency", "0.05", "--quota", "50"]
-    args += ["--tuned-concurrency", "0", "--baseline-services", "2", "--json", str(out)]
+    args += ["--tuned-concurrency", "0", "--baseline-services", "2", "--timeout", "120"]
+    args += ["--json", str(out)]
     assert burst_main(args) == 0
     figures = json.loads(out.read_text())
     assert figures["lbhc_default"]["attaches"] == 4
@@ -147,7 +148,7 @@ def test_startup_bench_smoke(tmp_path: Path) -> None:
 
     out = tmp_path / "startup.json"
     args = ["--nodes", "10", "--services", "4", "--repeats", "1", "--variants", "full-pools"]
-    args += ["--no-import-probes", "--skip-cli", "--json", str(out)]
+    args += ["--no-import-probes", "--skip-cli", "--timeout", "120", "--json", str(out)]
     assert startup_main(args) == 0
     figures = json.loads(out.read_text())
     full = figures["full-pools"]
