@@ -88,7 +88,17 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     from tests.bench.scale_bench import main as scale_main
 
     out = tmp_path / "scale.json"
-    args = ["--nodes", "20", "--services", "10", "--resyncs", "1", "--in-process", "--timeout", "120"]
+    args = [
+        "--nodes",
+        "20",
+        "--services",
+        "10",
+        "--resyncs",
+        "1",
+        "--in-process",
+        "--timeout",
+        "120",
+    ]
     assert scale_main([*args, "--variants", "full-pools", "--json", str(out)]) == 0
     figures = json.loads(out.read_text())
     cold = figures["full-pools"]["cold_start"]
