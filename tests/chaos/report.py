@@ -1,9 +1,12 @@
 """Summarise a chaos results file (JSON lines from tests.chaos.record) as markdown tables,
-one per section, one row per record: `python -m tests.chaos.report chaos-results.jsonl`."""
+one per section, one row per record: `python -m tests.chaos.report chaos-results.jsonl`.
+A section whose records name a `fault_class` gets a rollup too: one row per class with the
+runs, the counters summed and the convergence times' median and maximum."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -43,6 +46,36 @@ def markdown(sections: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(out)
 
 
+ROLLUP_SUMS = ("faults_injected", "duplicates", "foreign_touched", "mutations")
+
+
+def rollup(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per fault class: runs, summed counters, worst attempts, convergence median and max."""
+    classes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if "fault_class" in row:
+            classes[str(row["fault_class"])].append(row)
+    out = []
+    for fault_class, members in classes.items():
+        times = [float(r["converge_s"]) for r in members if r.get("converge_s") is not None]
+        summary: dict[str, Any] = {"case": fault_class, "runs": len(members)}
+        for key in ROLLUP_SUMS:
+            summary[key] = sum(int(r.get(key) or 0) for r in members)
+        summary["attempts_max"] = max(int(r.get("attempts_max") or 0) for r in members)
+        summary["converge_s_median"] = statistics.median(times) if times else None
+        summary["converge_s_max"] = max(times) if times else None
+        out.append(summary)
+    return out
+
+
+def with_rollups(sections: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    out = dict(sections)
+    for section, rows in sections.items():
+        if classes := rollup(rows):
+            out[f"{section}: per fault class"] = classes
+    return out
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.chaos.report RESULTS.jsonl", file=sys.stderr)
@@ -51,7 +84,7 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         print(f"{path}: no such results file (make chaos writes it)", file=sys.stderr)
         return 2
-    print(markdown(load(path)))
+    print(markdown(with_rollups(load(path))))
     return 0
 
 

@@ -31,3 +31,20 @@ def test_a_bad_line_names_the_file_and_line(tmp_path: Path) -> None:
     out.write_text('{"section": "a", "case": "b"}\nnot json\n')
     with pytest.raises(SystemExit, match=r"chaos.jsonl:2: not a JSON line"):
         report.load(out)
+
+
+def test_fault_classes_roll_up_with_their_worst_case(tmp_path: Path) -> None:
+    rows = [
+        {"case": "a", "fault_class": "429", "faults_injected": 5, "converge_s": 1.0},
+        {"case": "b", "fault_class": "429", "faults_injected": 7, "converge_s": 9.0},
+        {"case": "c", "fault_class": "429", "faults_injected": 1, "converge_s": 2.0},
+        {"case": "d", "fault_class": "stall", "faults_injected": 2, "converge_s": None},
+        {"case": "e", "faults_injected": 100},  # no class: left out of the rollup
+    ]
+    classes = {r["case"]: r for r in report.rollup(rows)}
+    assert set(classes) == {"429", "stall"}
+    assert classes["429"]["runs"] == 3 and classes["429"]["faults_injected"] == 13
+    assert (classes["429"]["converge_s_median"], classes["429"]["converge_s_max"]) == (2.0, 9.0)
+    assert classes["stall"]["converge_s_max"] is None
+    assert "compute: per fault class" in report.with_rollups({"compute": rows})
+    assert report.with_rollups({"kill-9": [{"case": "x"}]}) == {"kill-9": [{"case": "x"}]}
