@@ -112,6 +112,16 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_every_make_target_and_doc_the_readme_names_exists() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, flags=re.MULTILINE))
+    named = set(re.findall(r"^make ([a-z-]+)", README, flags=re.MULTILINE))
+    assert {"test", "bench", "chaos", "audit"} <= named
+    assert named <= targets, f"README names make targets the Makefile lacks: {named - targets}"
+    for link in re.findall(r"\]\((docs/[^)]+)\)", README):
+        assert (ROOT / link).is_file(), f"README links {link}, which does not exist"
+
+
 def test_permissions_section_matches_the_code() -> None:
     from lbhc.gce.permissions import required_permissions
 
