@@ -25,7 +25,7 @@ from tests.chaos.soak_world import SoakOptions, SoakWorld
 from tests.controller.harness import wait_for, world
 
 SHORT_STEPS = 14  # about 20 s of churn: make test
-FULL_STEPS = 40  # 1.5 to 3 minutes per seed: make chaos
+FULL_STEPS = 150  # about 3 minutes of churn per seed: make chaos
 SHORT_SEED = 8
 FULL_SEEDS = (101, 202)  # and SHORT_SEED, at full length
 
