@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from lbhc.gce.errors import describe, is_already_exists, is_in_use, is_not_found
+from lbhc.gce.errors import describe, is_already_exists, is_in_use, is_not_found, is_not_found_in
 from lbhc.model.cloud import Firewall, HttpHealthCheck
 from lbhc.model.plan import Action, Change, Kind, Plan
 
 log = logging.getLogger(__name__)
-IN_USE_DETAIL = "still in use"  # a delete refused as in use: retried, and reported
 
 
 class ComputeWriter(Protocol):
@@ -43,6 +42,9 @@ class Outcome:
     change: Change
     status: Status
     detail: str = ""
+    # A delete refused because something outside lbhc's view still uses the resource:
+    # skipped and retried at every pass, and reported as blocked garbage collection.
+    blocked: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {**self.change.to_json(), "status": self.status.value, "detail": self.detail}
@@ -181,7 +183,7 @@ class Executor:
                 return self._replace(change)
             self._gce.add_health_check(change.name, change.health_check_url)
         except Exception as exc:
-            if is_not_found(exc) and "/httpHealthChecks/" in describe(exc):
+            if is_not_found_in(exc, "httpHealthChecks"):
                 return Outcome(change, Status.FAILED, "the health check no longer exists")
             if is_not_found(exc):
                 return Outcome(change, Status.SKIPPED, "target pool no longer exists")
@@ -221,7 +223,9 @@ class Executor:
                 return Outcome(change, Status.DONE, "already gone")
             if is_in_use(exc):
                 # Still referenced, maybe by a pool outside this view: try again next time.
-                return Outcome(change, Status.SKIPPED, f"{IN_USE_DETAIL}: {describe(exc)}")
+                return Outcome(
+                    change, Status.SKIPPED, f"still in use: {describe(exc)}", blocked=True
+                )
             raise
         return Outcome(change, Status.DONE)
 

@@ -123,7 +123,9 @@ def test_check_still_in_use_defers_both_deletes(compute: ComputeEnv) -> None:
         }
         assert by_kind["HttpHealthCheck"].status is Status.SKIPPED, mode
         assert "in use" in by_kind["HttpHealthCheck"].detail
+        assert by_kind["HttpHealthCheck"].blocked, "reported as blocked garbage collection"
         assert by_kind["Firewall"].status is Status.SKIPPED, mode
+        assert not by_kind["Firewall"].blocked  # held back by the check, not refused
         assert NAME in compute.fake.firewalls(PROJECT)
 
 

@@ -18,7 +18,7 @@ from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
-from lbhc.executor import IN_USE_DETAIL, ApplyResult, Executor, Outcome, Status
+from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
@@ -261,7 +261,7 @@ class Controller:
             )
 
     def _report(self, result: ApplyResult) -> None:
-        blocked = [o for o in result.outcomes if _gc_blocked(o)]
+        blocked = [o for o in result.outcomes if o.blocked]
         self._metrics.gc_blocked.set(1 if blocked else 0)
         for outcome in blocked:  # the recorder rate-limits the repeats of every resync
             self._event(
@@ -314,11 +314,3 @@ class Controller:
     def _record(self, spec: EventSpec) -> None:
         if self._recorder is not None:
             self._recorder.record(spec)
-
-
-def _gc_blocked(outcome: Outcome) -> bool:
-    return (
-        outcome.status is Status.SKIPPED
-        and outcome.change.action is Action.DELETE
-        and outcome.detail.startswith(IN_USE_DETAIL)
-    )

@@ -84,6 +84,13 @@ def is_not_found(exc: BaseException) -> bool:
     return status_of(exc) == 404 or has_reason(exc, "notFound")
 
 
+def is_not_found_in(exc: BaseException, collection: str) -> bool:
+    """A 404 about a resource of `collection` ("httpHealthChecks"). The Compute API's message
+    names the missing resource, which is how a call's own target (addHealthCheck's pool) is
+    told apart from a resource it refers to (the check)."""
+    return is_not_found(exc) and f"/{collection}/" in describe(exc)
+
+
 def is_already_exists(exc: BaseException) -> bool:
     return status_of(exc) == 409 or has_reason(exc, "alreadyExists")
 
