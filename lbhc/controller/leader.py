@@ -141,7 +141,11 @@ class LeaseElector:
         mine = holder == self.config.identity and version == self._written_version
         if not mine and self._renewed_at is not None:
             # Someone else's record: whatever our clock says, we no longer hold the lease.
-            log.warning("leader election: the Lease now names %r; stopping writes", holder)
+            log.warning(
+                "leader election: the Lease is no longer the record we wrote (it names %r); "
+                "stopping writes",
+                holder,
+            )
             self._renewed_at = None
         duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
         if not mine and holder and now < self._observed_at + duration:
