@@ -111,8 +111,8 @@ class BenchController:
         bench = self
 
         class StampedCache(ClusterCache):
-            def replace(self, resource: Any, objects: Any, undecodable: Any = None) -> bool:
-                changed = super().replace(resource, objects, undecodable)
+            def replace(self, *args: Any, **kwargs: Any) -> bool:  # whatever the cache takes
+                changed = super().replace(*args, **kwargs)
                 if bench.synced_at is None and self.synced():
                     bench.synced_at = time.monotonic()
                 return changed

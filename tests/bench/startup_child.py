@@ -98,8 +98,8 @@ def main(argv: list[str]) -> int:
     stamps: dict[str, float] = {}
 
     class StampedCache(app_module.ClusterCache):
-        def replace(self, resource: Any, objects: Any, undecodable: Any = None) -> bool:
-            changed = super().replace(resource, objects, undecodable)
+        def replace(self, *args: Any, **kwargs: Any) -> bool:  # whatever the cache takes
+            changed = super().replace(*args, **kwargs)
             if "synced" not in stamps and self.synced():
                 stamps["synced"] = time.monotonic()
             return changed

@@ -20,6 +20,7 @@ anything on them but its own check's attachment.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -252,18 +253,21 @@ class World:
     def pools(self) -> dict[str, TargetPool]:
         return {pool.name: pool for pool in self.gce.list_target_pools()}
 
-    def pool_instances(self, name: str) -> tuple[str, ...]:
-        """The pool's member VMs. lbhc never reads them (its lists ask for the fields it
-        plans with), so the test reads them itself, with the library lbhc uses."""
+    @functools.cached_property
+    def _pools_client(self) -> Any:
         from google.cloud import compute_v1
 
         from lbhc.gce.config import make_credentials
 
-        client = compute_v1.TargetPoolsClient(
+        return compute_v1.TargetPoolsClient(
             credentials=make_credentials(self.gce_endpoint),
             client_options={"api_endpoint": self.gce_endpoint},
         )
-        pool = client.get(project=self.project, region=self.region, target_pool=name)
+
+    def pool_instances(self, name: str) -> tuple[str, ...]:
+        """The pool's member VMs. lbhc never reads them (its lists ask for the fields it
+        plans with), so the test reads them itself, with the library lbhc uses."""
+        pool = self._pools_client.get(project=self.project, region=self.region, target_pool=name)
         return tuple(pool.instances)
 
     def carries_our_check(self, pool: TargetPool) -> bool:
