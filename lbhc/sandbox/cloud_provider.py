@@ -1,12 +1,15 @@
-"""What the cloud provider's service controller would have made for a LoadBalancer Service:
-a target pool and a forwarding rule named "a" + UID, described with the Service's name.
-Used to seed the Compute fake so the fake looks like a real project with a cluster in it."""
+"""What the legacy cloud provider's service controller would have made for a LoadBalancer
+Service: a target pool (without a check) and a forwarding rule named "a" + UID, described
+with the Service's name. Used to seed the Compute fake so the fake looks like a real project
+with a cluster in it. (The current cloud provider's are in lbhc.sandbox.upstream.) Also the
+service controller's writes to a Service, common to both profiles."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from lbhc.model.cloud import instance_url
 from lbhc.model.cluster import Node, Service
@@ -57,13 +60,36 @@ def publish_ingress(
     to the main resource would keep the stored status, as on a real apiserver)."""
     name = target_pool_name(service.metadata.uid)
     rule = compute.forwarding_rules(project, region)[name]
-    patch = {"status": {"loadBalancer": {"ingress": [{"ip": rule["IPAddress"]}]}}}
     meta = service.metadata
+    publish_ingress_ip(kube, meta.namespace, meta.name, rule["IPAddress"])
+
+
+def publish_ingress_ip(kube: KubeFake, namespace: str, name: str, ip: str) -> None:
+    """status.loadBalancer.ingress = [{ip}] through the status subresource."""
+    patch = {"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}
     response = kube.handle(
         "PATCH",
-        f"/api/v1/namespaces/{meta.namespace}/services/{meta.name}/status",
+        f"/api/v1/namespaces/{namespace}/services/{name}/status",
         {"Content-Type": "application/merge-patch+json"},
         json.dumps(patch).encode(),
     )
     if response.status != 200:
-        raise RuntimeError(f"status update of Service {service.key}: HTTP {response.status}")
+        raise RuntimeError(f"status update of Service {namespace}/{name}: HTTP {response.status}")
+
+
+def release_finalizers(kube: KubeFake, service: dict[str, Any], released: Iterable[str]) -> None:
+    """Remove `released` from the Service's finalizers (the API deletes it once none is left)."""
+    gone = set(released)
+    meta = service["metadata"]
+    finalizers = [f for f in meta.get("finalizers", []) if f not in gone]
+    kube.patch(
+        "Service", meta["namespace"], meta["name"], {"metadata": {"finalizers": finalizers or None}}
+    )
+
+
+def add_finalizer(kube: KubeFake, service: dict[str, Any], finalizer: str) -> None:
+    """Append `finalizer` to the Service's finalizers, as the service controller adds its
+    cleanup finalizer before it makes a load balancer."""
+    meta = service["metadata"]
+    finalizers = [*meta.get("finalizers", []), finalizer]
+    kube.patch("Service", meta["namespace"], meta["name"], {"metadata": {"finalizers": finalizers}})

@@ -2,7 +2,8 @@
 fake (seeded with a small cluster), the Compute fake (seeded with the load balancers a cloud
 provider would have made) with its HTTP health prober behind getHealth, one emulated
 kube-proxy health server per node, the kubelet's readiness probing of kube-proxy Pods, and
-the service controller's load-balancer lifecycle. `lbhc sandbox` serves it; `lbhc demo` and
+the service controller's load-balancer lifecycle, as the legacy or the current GCE cloud
+provider does it (SandboxSpec.cloud_provider). `lbhc sandbox` serves it; `lbhc demo` and
 tests drive it."""
 
 from __future__ import annotations
@@ -14,14 +15,23 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from lbhc.model.cloud import instance_url
 from lbhc.model.cluster import Node, Service
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer, HealthProber
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
 from lbhc.sandbox.kubelet import KubeletEmulator
-from lbhc.sandbox.seed import SandboxSpec, cluster_objects
+from lbhc.sandbox.seed import (
+    KUBE_SYSTEM_UID,
+    SandboxSpec,
+    cluster_objects,
+    old_provider_services,
+)
 from lbhc.sandbox.service_controller import ServiceControllerEmulator
+from lbhc.sandbox.upstream import names as upstream
+from lbhc.sandbox.upstream import seed as upstream_seed
+from lbhc.sandbox.upstream.netlb import Project, Recreation
 
 NODE_TAG = "gke-sandbox-node"
 
@@ -79,13 +89,25 @@ class Sandbox:
         for obj in cluster_objects(spec):
             self.kube.upsert(obj)
         self.compute.add_network(spec.project, "default")
-        provision_load_balancers(
-            self.compute,
-            spec.project,
-            spec.region,
-            [Service.model_validate(s) for s in self.kube.objects("Service")],
-            [Node.model_validate(n) for n in self.kube.objects("Node")],
-        )
+        nodes = [Node.model_validate(n) for n in self.kube.objects("Node")]
+        if self.cloud_provider_uid is None:
+            provision_load_balancers(
+                self.compute,
+                spec.project,
+                spec.region,
+                [Service.model_validate(s) for s in self.kube.objects("Service")],
+                nodes,
+            )
+        else:
+            upstream_seed.provision(
+                self.compute,
+                Project(
+                    spec.project, spec.region, self.cloud_provider_uid, KUBE_SYSTEM_UID, (NODE_TAG,)
+                ),
+                self.kube.objects("Service"),
+                [instance_url(n, spec.project, spec.zone) for n in nodes],
+                without_check=old_provider_services(spec),
+            )
         self.kube_server = stack.enter_context(KubeFakeServer(self.kube, port=options.kube_port))
         self.compute_server = stack.enter_context(
             ComputeFakeServer(self.compute, port=options.compute_port)
@@ -105,7 +127,14 @@ class Sandbox:
         kubelet = KubeletEmulator(self.kube, self.fleet, time_scale=options.time_scale).start()
         stack.callback(kubelet.close)
         self.service_controller = ServiceControllerEmulator(
-            self.kube, self.compute, self.compute_server.url, spec.project, spec.region
+            self.kube,
+            self.compute,
+            self.compute_server.url,
+            spec.project,
+            spec.region,
+            cloud_provider=spec.cloud_provider,
+            cluster_id=self.cloud_provider_uid,
+            node_tags=(NODE_TAG,),
         ).start()
         stack.callback(self.service_controller.close)
 
@@ -122,6 +151,63 @@ class Sandbox:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    # -- the cloud provider's world ---------------------------------------------------------
+
+    @property
+    def cloud_provider(self) -> str:
+        """The profile: "legacy" or "current" (SandboxSpec.cloud_provider)."""
+        return self.spec.cloud_provider
+
+    @property
+    def cloud_provider_uid(self) -> str | None:
+        """The cluster uid in kube-system/ingress-uid (current profile); None in legacy."""
+        return self.spec.cluster_uid
+
+    @property
+    def node_health_check_name(self) -> str | None:
+        """The nodes check every Cluster pool gets, k8s-<uid>-node; None in legacy."""
+        uid = self.cloud_provider_uid
+        return None if uid is None else upstream.nodes_health_check_name(uid)
+
+    @property
+    def node_health_check_firewall_name(self) -> str | None:
+        """Its firewall, k8s-<uid>-node-http-hc; None in legacy."""
+        uid = self.cloud_provider_uid
+        return None if uid is None else upstream.health_check_firewall_name(uid, "", True)
+
+    @property
+    def recreations(self) -> list[Recreation]:
+        """Pools and rules the service controller recreated for a traffic policy change."""
+        return [] if self.service_controller is None else self.service_controller.recreations
+
+    @property
+    def deleted_pools(self) -> list[str]:
+        """Pools the service controller deleted with their Service, in order."""
+        return [] if self.service_controller is None else self.service_controller.deleted_pools
+
+    def load_balancer_name(self, namespace: str, name: str) -> str:
+        """The Service's load balancer name (its pool, its rule, a Local one's check)."""
+        obj = self.kube.get("Service", namespace, name)
+        if obj is None:
+            raise KeyError(f"Service {namespace}/{name} does not exist")
+        return upstream.load_balancer_name(str(obj["metadata"]["uid"]))
+
+    def set_traffic_policy(self, namespace: str, name: str, policy: str) -> None:
+        """Switch a Service's externalTrafficPolicy as `kubectl patch` would, with the
+        healthCheckNodePort the real apiserver allocates for Local (and drops for Cluster),
+        which the kube-apiserver fake does not."""
+        if policy not in ("Cluster", "Local"):
+            raise ValueError(f"traffic policy: got {policy!r}; expected 'Cluster' or 'Local'")
+        port = None
+        if policy == "Local":
+            used = {
+                int(s.get("spec", {}).get("healthCheckNodePort") or 0)
+                for s in self.kube.objects("Service")
+            }
+            port = next(p for p in range(32000, 32768) if p not in used)
+        patch = {"spec": {"externalTrafficPolicy": policy, "healthCheckNodePort": port}}
+        self.kube.patch("Service", namespace, name, patch)
 
     # -- how to reach it ------------------------------------------------------------------------
 
@@ -145,6 +231,21 @@ class Sandbox:
             self.compute_url,
         ]
 
+    def _profile_line(self) -> str:
+        if self.cloud_provider_uid is None:
+            return "legacy (pools made without health checks)"
+        return (
+            f"current (cluster uid {self.cloud_provider_uid} in kube-system/ingress-uid; "
+            f"Cluster pools carry {self.node_health_check_name})"
+        )
+
+    def _profile_tries(self) -> list[str]:
+        if self.cloud_provider_uid is None:
+            return []
+        return [
+            f"  kubectl --kubeconfig {self.kubeconfig} get cm -n kube-system ingress-uid -o yaml"
+        ]
+
     def usage(self) -> str:
         flags = " ".join(self.lbhc_flags())
         kubeconfig = self.kubeconfig
@@ -156,9 +257,11 @@ class Sandbox:
                 f"kubeconfig:          {kubeconfig}",
                 f"kube-proxy health:   {len(self.fleet.endpoints()) if self.fleet else 0} "
                 f"emulated servers; health checking time scale {self.options.time_scale}",
+                f"cloud provider:      {self._profile_line()}",
                 "",
                 "Try:",
                 f"  kubectl --kubeconfig {kubeconfig} get nodes,services -A",
+                *self._profile_tries(),
                 f"  lbhc plan {flags}",
                 f"  lbhc run --leader-elect=false --http-address 127.0.0.1:0 {flags}",
                 f"  lbhc status --lb-health {flags}",

@@ -1,20 +1,32 @@
 """The small cluster the sandbox starts with, as the API would return it: GKE-like nodes with
 provider IDs and loopback InternalIPs (where their emulated kube-proxies listen), a kube-proxy
-DaemonSet and its Pods, and LoadBalancer Services of both traffic policies."""
+DaemonSet and its Pods, and LoadBalancer Services of both traffic policies.
+
+The "current" cloud provider profile adds what today's GCE cloud provider and GKE would show:
+the kube-system/ingress-uid ConfigMap with the cluster uid, a healthCheckNodePort on Local
+Services, each Service's load balancer IP in its status, and two more Services: `legacy-<n>`
+(Cluster; its pool was made by a cloud provider older than the nodes check, so carries none)
+and `rbs-<n+1>` (annotated for ingress-gce's regional backend service NetLB: no pool)."""
 
 from __future__ import annotations
 
+import ipaddress
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from lbhc.planner.versions import parse_version
+from lbhc.sandbox.upstream import names as upstream
 
 Object = dict[str, Any]
 KUBE_PROXY_LABELS = {"k8s-app": "kube-proxy"}
 LB_CLEANUP_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 DAEMONSET_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system/kube-proxy"))
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system"))
+CLOUD_PROVIDERS = ("current", "legacy")
+OLD_PROVIDER_PREFIX = "legacy-"  # current profile: this Service's pool was made without a check
+_FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
+_HEALTH_CHECK_NODE_PORT = 32000  # + the Service's index
 
 
 @dataclass(frozen=True)
@@ -27,8 +39,17 @@ class SandboxSpec:
     project: str = "sandbox-project"
     region: str = "us-central1"
     namespace: str = "demo"
+    # Which GCE cloud provider made the load balancers and runs the service controller:
+    # "current" (today's, the default: see the module docstring and lbhc.sandbox.upstream)
+    # or "legacy" (the old world: pools without checks, no cluster uid).
+    cloud_provider: str = "current"
 
     def __post_init__(self) -> None:
+        if self.cloud_provider not in CLOUD_PROVIDERS:
+            raise ValueError(
+                f"cloud_provider: got {self.cloud_provider!r}; expected one of "
+                + " or ".join(repr(c) for c in CLOUD_PROVIDERS)
+            )
         if not 1 <= self.nodes <= 200:
             raise ValueError(f"nodes: got {self.nodes}; expected 1 to 200")
         if not 0 <= self.local_services <= self.services <= 500:
@@ -45,6 +66,20 @@ class SandboxSpec:
     @property
     def zone(self) -> str:
         return f"{self.region}-a"
+
+    @property
+    def current(self) -> bool:
+        return self.cloud_provider == "current"
+
+    @property
+    def cluster_uid(self) -> str | None:
+        """The current cloud provider's cluster id (kube-system/ingress-uid); None in legacy."""
+        return upstream.make_cluster_uid(self.project) if self.current else None
+
+    @property
+    def service_count(self) -> int:
+        """Seeded Services: `services`, and in the current profile two more (if any at all)."""
+        return self.services + 2 if self.current and self.services else self.services
 
 
 def node_name(index: int) -> str:
@@ -145,10 +180,23 @@ def kube_proxy_pod(node_name_: str, version: str, path: str, owned: bool = True)
     }
 
 
+def seed_ip(index: int) -> str:
+    """The load balancer IP the Service at `index` is seeded with."""
+    return str(_FIRST_IP + index)
+
+
+def service_name(spec: SandboxSpec, index: int) -> str:
+    if index == spec.services:
+        return f"{OLD_PROVIDER_PREFIX}{index}"
+    if index == spec.services + 1:
+        return f"rbs-{index}"
+    return f"local-{index}" if index >= spec.services - spec.local_services else f"web-{index}"
+
+
 def service(spec: SandboxSpec, index: int) -> Object:
-    local = index >= spec.services - spec.local_services
-    name = f"web-{index}" if not local else f"local-{index}"
-    return {
+    local = spec.services - spec.local_services <= index < spec.services
+    name = service_name(spec, index)
+    obj: Object = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
@@ -166,6 +214,21 @@ def service(spec: SandboxSpec, index: int) -> Object:
             "selector": {"app": name},
         },
     }
+    if spec.current:
+        if local:
+            obj["spec"]["healthCheckNodePort"] = _HEALTH_CHECK_NODE_PORT + index
+        if index == spec.services + 1:
+            obj["metadata"]["annotations"] = {upstream.RBS_ANNOTATION: upstream.RBS_ENABLED}
+            obj["metadata"]["finalizers"].append(upstream.NETLB_FINALIZER_V2)
+        obj["status"] = {"loadBalancer": {"ingress": [{"ip": seed_ip(index)}]}}
+    return obj
+
+
+def old_provider_services(spec: SandboxSpec) -> set[str]:
+    """Keys of the Services whose pools an older cloud provider made (current profile)."""
+    if not spec.current or not spec.services:
+        return set()
+    return {f"{spec.namespace}/{service_name(spec, spec.services)}"}
 
 
 def namespace(name: str, uid: str = "") -> Object:
@@ -190,5 +253,7 @@ def cluster_objects(spec: SandboxSpec) -> list[Object]:
     for index, version in enumerate(versions):
         objects.append(node(spec, index, version))
         objects.append(kube_proxy_pod(node_name(index), version, path))
-    objects.extend(service(spec, index) for index in range(spec.services))
+    objects.extend(service(spec, index) for index in range(spec.service_count))
+    if spec.cluster_uid is not None:
+        objects.append(upstream.ingress_uid_configmap(spec.cluster_uid))
     return objects

@@ -1,5 +1,6 @@
-"""Serve the Compute fake on 127.0.0.1, seeded with the load balancers a cloud provider would
-have made for a cluster dump, so `lbhc plan`/`apply` can be tried with no cloud account:
+"""Serve the Compute fake on 127.0.0.1, seeded with the load balancers the legacy cloud
+provider would have made for a cluster dump (pools without checks; `lbhc sandbox` also models
+today's), so `lbhc plan`/`apply` can be tried with no cloud account:
 
     python -m lbhc.sandbox.serve --cluster-snapshot examples/cluster.json --port 8080
 """
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     with ComputeFakeServer(fake, port=args.port) as server:
         print(
             f"Compute fake serving {server.url} (project {args.project}, region "
-            f"{args.region}); {len(pools)} target pools seeded. Ctrl-C stops it.",
+            f"{args.region}); {len(pools)} target pools seeded as the legacy cloud provider "
+            "made them (no health checks). Ctrl-C stops it.",
             flush=True,
         )
         stop.wait()

@@ -1,6 +1,13 @@
-"""The part of the cloud provider's service controller lbhc lives alongside: a target pool
-and forwarding rule for each new LoadBalancer Service, and, when one is deleted, its rule
-then its pool removed through the Compute API before the cleanup finalizer is released."""
+"""The part of the cloud provider's service controller lbhc lives alongside, in one of two
+profiles (SandboxSpec.cloud_provider):
+
+- "legacy": a target pool (without a check) and forwarding rule for each new LoadBalancer
+  Service, and, when one is deleted, its rule then its pool removed through the Compute API
+  before the cleanup finalizer is released.
+- "current": today's GCE cloud provider (lbhc.sandbox.upstream): pools made with the nodes
+  check or a Local Service's own, firewalls for them, recreation on a traffic policy change,
+  checks and firewalls removed with the last pool using them, RBS Services left to (an
+  emulated) ingress-gce."""
 
 from __future__ import annotations
 
@@ -12,10 +19,17 @@ import requests
 
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
-from lbhc.sandbox.cloud_provider import provision_load_balancers, publish_ingress
+from lbhc.sandbox.cloud_provider import (
+    provision_load_balancers,
+    publish_ingress,
+    release_finalizers,
+)
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
-from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER
+from lbhc.sandbox.seed import KUBE_SYSTEM_UID, LB_CLEANUP_FINALIZER
+from lbhc.sandbox.upstream.compute import ComputeWriter
+from lbhc.sandbox.upstream.controller import CurrentServiceController
+from lbhc.sandbox.upstream.netlb import ExternalLoadBalancers, Project, Recreation
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +44,42 @@ class ServiceControllerEmulator:
         region: str,
         *,
         period: float = 0.2,
+        cloud_provider: str = "legacy",
+        cluster_id: str | None = None,
+        node_tags: tuple[str, ...] = (),
     ) -> None:
         self._kube, self._compute = kube, compute
         self._base = f"{compute_url}/compute/v1/projects/{project}/regions/{region}"
         self._project, self._region, self._period = project, region, period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="service-controller", daemon=True)
-        self.deleted_pools: list[str] = []
+        self._legacy_deleted: list[str] = []
+        self.passes = 0  # passes finished (failed or not), for tests to wait on
+        self._current: CurrentServiceController | None = None
+        self._writer: ComputeWriter | None = None
+        if cloud_provider == "current":
+            if cluster_id is None:
+                raise ValueError("cluster_id: the current cloud provider needs the cluster uid")
+            self._writer = ComputeWriter(compute_url, project, region)
+            where = Project(project, region, cluster_id, KUBE_SYSTEM_UID, node_tags)
+            lbs = ExternalLoadBalancers(compute, self._writer, where)
+            self._current = CurrentServiceController(kube, lbs, project, f"{region}-a")
+        elif cloud_provider != "legacy":
+            raise ValueError(
+                f"cloud_provider: got {cloud_provider!r}; expected 'current' or 'legacy'"
+            )
+
+    @property
+    def deleted_pools(self) -> list[str]:
+        """Pools deleted with their Service, in order (not those deleted to be recreated)."""
+        if self._current is not None:
+            return list(self._current.lbs.deleted_pools)
+        return list(self._legacy_deleted)
+
+    @property
+    def recreations(self) -> list[Recreation]:
+        """Pools and rules recreated for a traffic policy change (current profile only)."""
+        return [] if self._current is None else list(self._current.lbs.recreations)
 
     def start(self) -> ServiceControllerEmulator:
         self._thread.start()
@@ -46,6 +89,8 @@ class ServiceControllerEmulator:
         self._stop.set()
         if self._thread.ident is not None:
             self._thread.join(10)
+        if self._writer is not None:
+            self._writer.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):
@@ -53,8 +98,17 @@ class ServiceControllerEmulator:
                 self.sync()
             except Exception:
                 log.exception("service controller emulator pass failed")
+            self.passes += 1
 
     def sync(self) -> None:
+        if self._current is not None:
+            self._current.sync()
+        else:
+            self._sync_legacy()
+
+    # -- legacy ---------------------------------------------------------------------------------
+
+    def _sync_legacy(self) -> None:
         pools = self._compute.target_pools(self._project, self._region)
         nodes = [Node.model_validate(n) for n in self._kube.objects("Node")]
         for obj in self._kube.objects("Service"):
@@ -64,7 +118,7 @@ class ServiceControllerEmulator:
             name = target_pool_name(service.metadata.uid)
             if service.metadata.deletion_timestamp:
                 self._delete_load_balancer(name, name in pools)
-                self._release(obj)
+                release_finalizers(self._kube, obj, [LB_CLEANUP_FINALIZER])
             elif name not in pools:
                 provision_load_balancers(
                     self._compute, self._project, self._region, [service], nodes
@@ -81,7 +135,7 @@ class ServiceControllerEmulator:
                 continue
             response.raise_for_status()
             self._wait(response.json())
-        self.deleted_pools.append(name)
+        self._legacy_deleted.append(name)
 
     def _wait(self, operation: dict[str, Any]) -> None:
         while operation.get("status") != "DONE":
@@ -92,15 +146,3 @@ class ServiceControllerEmulator:
             operation = response.json()
         if operation.get("error"):
             raise RuntimeError(f"operation {operation['name']} failed: {operation['error']}")
-
-    def _release(self, service: dict[str, Any]) -> None:
-        finalizers = [
-            f for f in service["metadata"].get("finalizers", []) if f != LB_CLEANUP_FINALIZER
-        ]
-        meta = service["metadata"]
-        self._kube.patch(
-            "Service",
-            meta["namespace"],
-            meta["name"],
-            {"metadata": {"finalizers": finalizers or None}},
-        )

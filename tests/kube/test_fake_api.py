@@ -184,7 +184,7 @@ def test_version_and_discovery(kube_server: KubeFakeServer) -> None:
 
     assert http(kube_server, "/api")[2]["versions"] == ["v1"]
     resources = {r["name"]: r for r in http(kube_server, "/api/v1")[2]["resources"]}
-    served = {"events", "namespaces", "nodes", "pods", "services"}
+    served = {"configmaps", "events", "namespaces", "nodes", "pods", "services"}
     assert set(resources) == served | {
         f"{r}/status" for r in ("namespaces", "nodes", "pods", "services")
     }
@@ -305,7 +305,7 @@ def test_objects_are_deep_copies_in_list_order(kube_fake: KubeFake) -> None:
     "obj",
     [
         {"apiVersion": "apps/v1", "kind": "Node", "metadata": {"name": "x"}},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}},
         {"apiVersion": "v1", "kind": "Node", "metadata": {}},
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x", "namespace": "default"}},
         {"apiVersion": "v1", "kind": "Node"},

@@ -10,7 +10,7 @@ from typing import Any
 from . import app, operations, urls
 from .faults import Faults
 from .journal import JournalEntry
-from .resources import common, forwarding_rules, networks, target_pools
+from .resources import common, firewalls, forwarding_rules, networks, target_pools
 from .resources import health_checks as hc_resource
 from .resources import instances as instance_resource
 from .store import HealthSource, Store
@@ -124,6 +124,21 @@ class ComputeFake:
             self._store.bucket("httpHealthChecks", project, "global")[name] = check
             return copy.deepcopy(check)
 
+    def add_firewall(self, project: str, name: str, **fields: Any) -> dict[str, Any]:
+        """Seed a firewall rule (camelCase REST fields, validated and defaulted as on insert:
+        network "default", INGRESS, priority 1000); its network must have been seeded."""
+        check_name(name, "name")
+        with self._store.lock:
+            if self._store.taken(firewalls.KIND.collection, project, "global", name):
+                raise ValueError(f"firewall {project}/{name} already exists")
+            request = common.Request(
+                self._store, "POST", "", {"project": project}, {}, {**fields, "name": name}
+            )
+            built = firewalls.build(request, request.json, {})
+            rule = common.new_resource(self._store, firewalls.KIND, project, "global", name, built)
+            self._store.bucket(firewalls.KIND.collection, project, "global")[name] = rule
+            return copy.deepcopy(rule)
+
     def add_target_pool(
         self,
         project: str,
@@ -152,12 +167,16 @@ class ComputeFake:
         project: str,
         region: str,
         name: str,
-        target: str,
+        target: str = "",
         description: str = "",
         ip_address: str = "1.2.3.4",
         port_range: str = "80-80",
         ip_protocol: str = "TCP",
+        backend_service: str = "",
     ) -> dict[str, Any]:
+        """Seed a rule pointing at a target pool (`target`, which must exist) or, as ingress-gce
+        makes for RBS Services, at a regional backend service (`backend_service`, not looked
+        up: the fake has no backend services); exactly one of the two."""
         check_name(name, "name")
         with self._store.lock:
             rule = forwarding_rules.seed(
@@ -166,6 +185,7 @@ class ComputeFake:
                 region,
                 name,
                 target=target,
+                backend_service=backend_service,
                 description=description,
                 ip_address=ip_address,
                 port_range=port_range,

@@ -1,8 +1,9 @@
 """A minimal, faithful, stateful fake kube-apiserver: core/v1 Nodes, Services, Pods,
-Namespaces and Events (a read-only view), apps/v1 DaemonSets, coordination.k8s.io/v1 Leases
-and events.k8s.io/v1 Events. Lists with selectors and consistent paging, watches with
-bookmarks and 410 Gone, writes with optimistic concurrency, merge/strategic/JSON patches,
-finalizers, Status errors, discovery for kubectl, fault injection and a request journal.
+Namespaces, ConfigMaps and Events (a read-only view), apps/v1 DaemonSets,
+coordination.k8s.io/v1 Leases and events.k8s.io/v1 Events. Lists with selectors and
+consistent paging, watches with bookmarks and 410 Gone, writes with optimistic concurrency,
+merge/strategic/JSON patches, finalizers, Status errors, discovery for kubectl, fault
+injection and a request journal.
 
     fake = KubeFake()
     fake.upsert({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})

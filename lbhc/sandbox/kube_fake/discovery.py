@@ -1,5 +1,5 @@
 """/version and legacy discovery (/api, /api/v1, /apis, /apis/G, /apis/G/V): enough for
-kubectl to map `nodes`, `svc`, `ds`, `ev`, `leases` to paths.
+kubectl to map `nodes`, `svc`, `cm`, `ds`, `ev`, `leases` to paths.
 
 kubectl asks for aggregated discovery first (Accept: ...;as=APIGroupDiscoveryList, then plain
 application/json). The fake answers plain JSON, which clients take as "no aggregated

@@ -115,6 +115,15 @@ RESOURCES: tuple[Resource, ...] = (
         name_rule="dns1035",
     ),
     Resource(
+        # kube-system/ingress-uid holds the GCE cloud provider's cluster uid (gce_clusterid.go).
+        kind="ConfigMap",
+        plural="configmaps",
+        singular="configmap",
+        namespaced=True,
+        short_names=("cm",),
+        field_labels=_META,
+    ),
+    Resource(
         kind="Event",
         plural="events",
         singular="event",

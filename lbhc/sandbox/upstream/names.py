@@ -1,0 +1,156 @@
+"""Names, descriptions and constants of today's GCE cloud provider, from
+kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_naming.go, gce_clusterid.go,
+gce_healthchecks.go, gce.go, gce_loadbalancer.go, gce_util.go and gce_annotations.go; and the
+shape of ingress-gce's names for the RBS Services the cloud provider leaves to it."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+# gce_clusterid.go: UIDNamespace, UIDConfigMapName, UIDCluster, UIDProvider, UIDLengthBytes.
+UID_NAMESPACE = "kube-system"
+UID_CONFIGMAP = "ingress-uid"
+UID_KEY = "uid"
+PROVIDER_UID_KEY = "provider-uid"
+UID_LENGTH_BYTES = 8
+
+# gce_healthchecks.go: nodesHealthCheckPath, lbNodesHealthCheckPort (kube-proxy's healthz).
+NODES_HEALTH_CHECK_PATH = "/healthz"
+NODES_HEALTH_CHECK_PORT = 10256
+# gce.go: gceHcCheckIntervalSeconds, gceHcTimeoutSeconds, gceHcHealthyThreshold,
+# gceHcUnhealthyThreshold: every check makeHTTPHealthCheck writes has these.
+CHECK_INTERVAL_SEC = 8
+TIMEOUT_SEC = 1
+HEALTHY_THRESHOLD = 1
+UNHEALTHY_THRESHOLD = 3
+# gce_loadbalancer.go: l4LbSrcRngsFlag's default, the health checkers' source ranges.
+HEALTH_CHECK_SOURCE_RANGES = (
+    "130.211.0.0/22",
+    "35.191.0.0/16",
+    "209.85.152.0/22",
+    "209.85.204.0/22",
+)
+# gce_loadbalancer_external.go: firewallPriorityDefault (the deny-rule flag is off).
+FIREWALL_PRIORITY = 1000
+
+# gce_annotations.go / gce_util.go: who handles a Service.
+LB_TYPE_ANNOTATIONS = (
+    "networking.gke.io/load-balancer-type",
+    "cloud.google.com/load-balancer-type",
+)
+INTERNAL_TYPES = frozenset({"Internal", "internal"})
+LEGACY_EXTERNAL_CLASS = "networking.gke.io/l4-regional-external-legacy"
+LEGACY_INTERNAL_CLASS = "networking.gke.io/l4-regional-internal-legacy"
+RBS_CLASS = "networking.gke.io/l4-regional-external"
+RBS_ANNOTATION = "cloud.google.com/l4-rbs"
+RBS_ENABLED = "enabled"
+NETLB_FINALIZER_V1 = "gke.networking.io/l4-netlb-v1"  # the cloud provider's own NetLB
+NETLB_FINALIZER_V2 = "gke.networking.io/l4-netlb-v2"  # ingress-gce's RBS NetLB
+NETLB_FINALIZER_V3 = "gke.networking.io/l4-netlb-v3"
+
+
+def make_cluster_uid(seed: str) -> str:
+    """A stand-in for gce_clusterid.go makeUID (UIDLengthBytes random bytes, hex encoded):
+    16 lowercase hex characters, derived from `seed` so a sandbox is reproducible."""
+    return uuid.uuid5(uuid.NAMESPACE_DNS, f"sandbox/ingress-uid/{seed}").hex[: 2 * UID_LENGTH_BYTES]
+
+
+def ingress_uid_configmap(uid: str) -> dict[str, Any]:
+    """The ConfigMap gce_clusterid.go ClusterID.getOrInitialize creates: the same new id
+    under both keys."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": UID_CONFIGMAP, "namespace": UID_NAMESPACE},
+        "data": {UID_KEY: uid, PROVIDER_UID_KEY: uid},
+    }
+
+
+def load_balancer_name(service_uid: str) -> str:
+    """k8s.io/cloud-provider DefaultLoadBalancerName, which gce_loadbalancer.go
+    GetLoadBalancerName returns: "a" + the Service UID without dashes, cut to 32. It names the
+    target pool, the forwarding rule and a Local Service's own health check."""
+    return ("a" + service_uid.replace("-", ""))[:32]
+
+
+def nodes_health_check_name(cluster_id: str) -> str:
+    """gce_loadbalancer_naming.go MakeNodesHealthCheckName: the check every Cluster pool
+    made since it existed shares."""
+    return f"k8s-{cluster_id}-node"
+
+
+def health_check_firewall_name(cluster_id: str, check_name: str, nodes_check: bool) -> str:
+    """gce_loadbalancer_naming.go MakeHealthCheckFirewallName."""
+    if nodes_check:
+        return nodes_health_check_name(cluster_id) + "-http-hc"
+    return "k8s-" + check_name + "-http-hc"
+
+
+def firewall_name(lb_name: str) -> str:
+    """gce_loadbalancer_naming.go MakeFirewallName: the rule letting the traffic in."""
+    return f"k8s-fw-{lb_name}"
+
+
+def service_description(service_key: str) -> str:
+    """gce_loadbalancer_naming.go makeServiceDescription (forwarding rules), which is also
+    the target pool's description in createTargetPoolAndHealthCheck."""
+    return f'{{"kubernetes.io/service-name":"{service_key}"}}'
+
+
+def health_check_description(check_name: str) -> str:
+    """gce_loadbalancer_naming.go makeHealthCheckDescription, called by makeHTTPHealthCheck
+    with the CHECK's name: a Local Service's check says its load balancer name, not ns/name."""
+    return f'{{"kubernetes.io/service-name":"{check_name}"}}'
+
+
+def firewall_description(service_key: str, ip: str) -> str:
+    """gce_loadbalancer_naming.go makeFirewallDescription (note the space after the comma)."""
+    return f'{{"kubernetes.io/service-name":"{service_key}", "kubernetes.io/service-ip":"{ip}"}}'
+
+
+def cluster_firewall_description(cluster_id: str) -> str:
+    """The nodes check firewall's, from gce_loadbalancer_external.go
+    ensureHTTPHealthCheckFirewall."""
+    return f'{{"kubernetes.io/cluster-id":"{cluster_id}"}}'
+
+
+# -- ingress-gce (RBS) --------------------------------------------------------------------------
+
+
+def _hash(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _trimmed(namespace: str, name: str, budget: int) -> str:
+    half = budget // 2
+    ns = namespace[: max(half, budget - len(name))]
+    return f"{ns}-{name[: budget - len(ns)]}"
+
+
+def rbs_backend_service_name(kube_system_uid: str, namespace: str, name: str) -> str:
+    """Shaped like ingress-gce's L4Namer.L4Backend, k8s2-{uid}-{ns}-{name}-{suffix} (at most
+    63 characters); the hashes are the sandbox's, not bit-exact."""
+    cluster = _hash(kube_system_uid, 8)
+    suffix = _hash(f"{cluster};{namespace};{name}", 8)
+    return f"k8s2-{cluster}-{_trimmed(namespace, name, 36)}-{suffix}"
+
+
+def rbs_forwarding_rule_name(kube_system_uid: str, namespace: str, name: str) -> str:
+    """Shaped like ingress-gce's L4Namer.L4ForwardingRule, k8s2-{protocol}-{uid}-{ns}-{name}-
+    {suffix}, for TCP."""
+    cluster = _hash(kube_system_uid, 8)
+    suffix = _hash(f"{cluster};{namespace};{name}", 8)
+    return f"k8s2-tcp-{cluster}-{_trimmed(namespace, name, 32)}-{suffix}"
+
+
+def rbs_rule_and_backend(
+    kube_system_uid: str, project: str, region: str, namespace: str, name: str
+) -> tuple[str, str]:
+    """The RBS Service's forwarding rule name and its backend service's reference."""
+    backend = rbs_backend_service_name(kube_system_uid, namespace, name)
+    return (
+        rbs_forwarding_rule_name(kube_system_uid, namespace, name),
+        f"projects/{project}/regions/{region}/backendServices/{backend}",
+    )

@@ -1,0 +1,298 @@
+"""What today's GCE cloud provider does for a target-pool load balancer, after
+kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_external.go:
+ensureExternalLoadBalancer (with ensureTargetPoolAndHealthCheck, createTargetPoolAndHealthCheck,
+ensureHTTPHealthCheck, ensureHTTPHealthCheckFirewall, ensureAllowNodeFirewall),
+ensureExternalLoadBalancerDeleted and DeleteExternalTargetPoolAndChecks; and, standing in for
+ingress-gce, the forwarding rule of an RBS Service.
+
+Left out: static address reservation (the IP a recreated rule must keep is held here instead),
+target pool instance updates (the fake routes no addInstance), the deny firewall (its flag is
+off by default), network tiers, session affinity (pools get NONE), XPN events.
+
+A Local Service's check probes its healthCheckNodePort, where nothing listens in the sandbox
+(KubeProxyFleet.endpoint_for_instance answers only kube-proxy's 10256): every node reads
+UNHEALTHY in such a pool, and a pool whose every instance is unhealthy fails open on GCE."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+from lbhc.sandbox.compute_fake import ComputeFake
+
+from . import names, shapes
+from .compute import ComputeRequestError, ComputeWriter
+from .services import ServiceView
+
+FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
+
+
+@dataclass(frozen=True)
+class Project:
+    project: str
+    region: str
+    cluster_id: str  # the ingress-uid ConfigMap's uid
+    kube_system_uid: str  # ingress-gce names from it
+    node_tags: tuple[str, ...]
+
+    @property
+    def nodes_check(self) -> str:
+        return names.nodes_health_check_name(self.cluster_id)
+
+
+@dataclass(frozen=True)
+class Recreation:
+    """A pool and forwarding rule deleted, to be made again, for a traffic policy change
+    (recorded once the old pool is gone; the new rule follows within the same ensure, or
+    the next pass's if a step failed)."""
+
+    service: str  # namespace/name
+    pool: str
+    ip: str  # the forwarding rule's, the same before and after
+    old_checks: tuple[str, ...]  # the checks the old pool carried (names)
+    new_check: str  # the check the new pool carries
+    traffic_policy: str
+
+
+def wanted_health_check(service: ServiceView, where: Project) -> dict[str, Any]:
+    """The check ensureExternalLoadBalancer wants on the Service's pool: a Local Service's
+    own (named like its load balancer, on its healthCheckNodePort), else the nodes check."""
+    path, port = service.health_check_path_port()
+    if path:
+        return shapes.http_health_check(service.lb_name, path, port)
+    return shapes.http_health_check(
+        where.nodes_check, names.NODES_HEALTH_CHECK_PATH, names.NODES_HEALTH_CHECK_PORT
+    )
+
+
+def traffic_firewall(service: ServiceView, ip: str, node_tags: tuple[str, ...]) -> dict[str, Any]:
+    """ensureAllowNodeFirewall's rule: the Service's ports from its source ranges (anywhere
+    by default) to its load balancer's IP."""
+    return shapes.firewall(
+        names.firewall_name(service.lb_name),
+        names.firewall_description(service.key, ip),
+        ip,
+        service.source_ranges or ("0.0.0.0/0",),
+        service.protocol,
+        service.port_numbers,
+        node_tags,
+    )
+
+
+class ExternalLoadBalancers:
+    def __init__(self, compute: ComputeFake, writer: ComputeWriter, where: Project) -> None:
+        self._compute, self._w, self._p = compute, writer, where
+        self.recreations: list[Recreation] = []
+        self.deleted_pools: list[str] = []
+        self._held_ips: dict[str, str] = {}  # name -> IP kept while its rule is down
+
+    # -- reads (the fake's own state: no journal entries) ------------------------------------
+
+    def _rules(self) -> dict[str, dict[str, Any]]:
+        return self._compute.forwarding_rules(self._p.project, self._p.region)
+
+    def _check(self, name: str) -> dict[str, Any] | None:
+        return self._compute.http_health_checks(self._p.project).get(name)
+
+    def _firewall(self, name: str) -> dict[str, Any] | None:
+        return self._compute.firewalls(self._p.project).get(name)
+
+    def _ip_for(self, name: str, rule: dict[str, Any] | None) -> str:
+        """The rule's IP, else the one held for it, else the first free one."""
+        if rule is not None:
+            ip = str(rule["IPAddress"])
+        elif name in self._held_ips:
+            ip = self._held_ips[name]
+        else:
+            used = {str(r.get("IPAddress")) for r in self._rules().values()}
+            used |= set(self._held_ips.values())
+            ip = next(
+                str(FIRST_IP + i) for i in range(len(used) + 1) if str(FIRST_IP + i) not in used
+            )
+        self._held_ips[name] = ip
+        return ip
+
+    # -- ensureExternalLoadBalancer ---------------------------------------------------------
+
+    def ensure(self, service: ServiceView, hosts: list[str]) -> str:
+        """Make or repair the Service's load balancer; returns its IP."""
+        if not hosts:
+            raise RuntimeError("cannot EnsureLoadBalancer() with no hosts")
+        lb = service.lb_name
+        rule = self._rules().get(lb)
+        pool = self._compute.target_pools(self._p.project, self._p.region).get(lb)
+        port_range = shapes.load_balancer_port_range(service.port_numbers)
+        rule_needs_update = rule is None or (rule.get("portRange"), rule.get("IPProtocol")) != (
+            port_range,
+            service.protocol,
+        )
+        ip = self._ip_for(lb, rule)
+        self._ensure_traffic_firewall(service, ip)
+
+        # Which check the pool has is judged by whether one named like the load balancer
+        # exists (hcLocalTrafficExisting), not by what the pool carries.
+        needs_recreation = pool is None
+        to_delete: str | None = None
+        wanted = wanted_health_check(service, self._p)
+        local_existing = self._check(lb) is not None
+        if wanted["name"] == lb and not local_existing:  # Cluster -> Local
+            to_delete, needs_recreation = self._p.nodes_check, True
+        elif wanted["name"] != lb and local_existing:  # Local -> Cluster
+            to_delete, needs_recreation = lb, True
+
+        if rule is not None and (rule_needs_update or needs_recreation):
+            self._w.delete("forwardingRules", lb)
+        if pool is not None and needs_recreation:
+            self.delete_pool_and_checks(lb, [to_delete] if to_delete else [])
+            old = tuple(str(url).rsplit("/", 1)[-1] for url in pool.get("healthChecks", []))
+            self.recreations.append(
+                Recreation(service.key, lb, ip, old, wanted["name"], service.traffic_policy)
+            )
+        if needs_recreation:
+            self._ensure_check_firewall(service, wanted, ip)
+            check = self._ensure_check(wanted)
+            self._create_pool(service, hosts, check["selfLink"])
+        else:  # the tpExists branch: never touches the pool's checks, ensures the wanted one
+            self._ensure_check(wanted)
+            self._ensure_check_firewall(service, wanted, ip)
+        if needs_recreation or rule_needs_update:
+            target = str(
+                self._compute.target_pools(self._p.project, self._p.region)[lb]["selfLink"]
+            )
+            body = shapes.forwarding_rule(
+                lb, service.key, ip, service.protocol, service.port_numbers, target
+            )
+            self._insert("forwardingRules", body)
+        self._held_ips.pop(lb, None)
+        return ip
+
+    def _insert(self, collection: str, body: dict[str, Any]) -> None:
+        """Insert; alreadyExists is success, as upstream's create* calls take it."""
+        try:
+            self._w.insert(collection, body)
+        except ComputeRequestError as exc:
+            if not exc.already_exists:
+                raise
+
+    def _create_pool(self, service: ServiceView, hosts: list[str], check_url: str) -> None:
+        """createTargetPoolAndHealthCheck's pool: the check attached at creation."""
+        body = {
+            "name": service.lb_name,
+            "description": names.service_description(service.key),
+            "instances": hosts,
+            "sessionAffinity": "NONE",
+            "healthChecks": [check_url],
+        }
+        self._insert("targetPools", body)
+
+    def _ensure_check(self, wanted: dict[str, Any]) -> dict[str, Any]:
+        """ensureHTTPHealthCheck: create if missing; if drifted, update with timings merged
+        raise-only (mergeHTTPHealthChecks)."""
+        current = self._check(wanted["name"])
+        if current is None:
+            self._insert("httpHealthChecks", wanted)
+        elif shapes.health_check_needs_update(current, wanted):
+            self._w.update(
+                "httpHealthChecks", wanted["name"], shapes.merged_health_check(current, wanted)
+            )
+        check = self._check(wanted["name"])
+        if check is None:
+            raise RuntimeError(f"health check {wanted['name']} vanished after it was ensured")
+        return check
+
+    def _ensure_check_firewall(self, service: ServiceView, check: dict[str, Any], ip: str) -> None:
+        nodes = check["name"] == self._p.nodes_check
+        wanted = shapes.health_check_firewall(
+            self._p.cluster_id,
+            check["name"],
+            nodes,
+            service.key,
+            ip,
+            check["port"],
+            self._p.node_tags,
+        )
+        current = self._firewall(wanted["name"])
+        if current is None:
+            self._insert("firewalls", wanted)
+        elif shapes.health_check_firewall_drifted(current, wanted):
+            self._w.patch("firewalls", wanted["name"], wanted)
+
+    def _ensure_traffic_firewall(self, service: ServiceView, ip: str) -> None:
+        """ensureAllowNodeFirewall (firewallNeedsUpdate, in short: any difference)."""
+        wanted = traffic_firewall(service, ip, self._p.node_tags)
+        current = self._firewall(wanted["name"])
+        if current is None:
+            self._insert("firewalls", wanted)
+        elif any(
+            current.get(k) != wanted[k] for k in ("description", "allowed", "destinationRanges")
+        ) or set(current.get("sourceRanges") or []) != set(wanted["sourceRanges"]):
+            self._w.patch("firewalls", wanted["name"], wanted)
+
+    # -- ensureExternalLoadBalancerDeleted ----------------------------------------------------
+
+    def ensure_deleted(self, service: ServiceView) -> None:
+        """Rule, then pool, then checks and their firewalls; a Cluster Service tries both its
+        own check and the nodes check (it cannot know which it had), a Local one its own if it
+        exists. Upstream runs the traffic firewall's delete concurrently; here it goes last."""
+        lb = service.lb_name
+        path, _ = service.health_check_path_port()
+        if path:
+            checks = [lb] if self._check(lb) is not None else []
+        else:
+            checks = [lb, self._p.nodes_check]
+        self._w.delete("forwardingRules", lb)
+        if self.delete_pool_and_checks(lb, checks):
+            self.deleted_pools.append(lb)
+        self._w.delete("firewalls", names.firewall_name(lb))
+        self._held_ips.pop(lb, None)
+
+    def delete_pool_and_checks(self, lb: str, checks: list[str]) -> bool:
+        """DeleteExternalTargetPoolAndChecks: the pool, then each check; a check another pool
+        still uses is refused as in use and kept, with its firewall; a check deleted or
+        already gone has its firewall deleted. True if the pool existed."""
+        existed = self._w.delete("targetPools", lb)
+        for name in checks:
+            nodes = name != lb
+            try:
+                self._w.delete("httpHealthChecks", name)
+            except ComputeRequestError as exc:
+                if exc.in_use:
+                    continue
+                raise
+            self._w.delete(
+                "firewalls", names.health_check_firewall_name(self._p.cluster_id, name, nodes)
+            )
+        return existed
+
+    # -- ingress-gce's RBS forwarding rule ----------------------------------------------------
+
+    def _rbs_names(self, service: ServiceView) -> tuple[str, str]:
+        p = self._p
+        return names.rbs_rule_and_backend(
+            p.kube_system_uid, p.project, p.region, service.namespace, service.name
+        )
+
+    def ensure_rbs(self, service: ServiceView) -> str:
+        """The regional forwarding rule ingress-gce makes (to a backend service the fake does
+        not hold); returns its IP."""
+        rule_name, backend = self._rbs_names(service)
+        rule = self._rules().get(rule_name)
+        ip = self._ip_for(rule_name, rule)
+        if rule is None:
+            body = {
+                "name": rule_name,
+                "description": names.service_description(service.key),
+                "IPAddress": ip,
+                "IPProtocol": service.protocol,
+                "portRange": shapes.load_balancer_port_range(service.port_numbers),
+                "backendService": backend,
+            }
+            self._insert("forwardingRules", body)
+        self._held_ips.pop(rule_name, None)
+        return ip
+
+    def delete_rbs(self, service: ServiceView) -> None:
+        rule_name, _ = self._rbs_names(service)
+        self._w.delete("forwardingRules", rule_name)
+        self._held_ips.pop(rule_name, None)

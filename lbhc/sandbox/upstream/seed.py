@@ -1,0 +1,114 @@
+"""What today's GCE cloud provider (and ingress-gce, for RBS Services) would have made for the
+seeded cluster, written straight into the Compute fake through its seeding API (no journal
+entries, no operations), in the shapes `netlb` makes at run time."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from lbhc.sandbox.compute_fake import ComputeFake
+
+from . import names, shapes
+from .netlb import Project, traffic_firewall, wanted_health_check
+from .services import Handler, ServiceView, handler
+
+
+def provision(
+    fake: ComputeFake,
+    where: Project,
+    services: Iterable[dict[str, Any]],
+    hosts: list[str],
+    *,
+    without_check: Collection[str] = (),
+) -> list[str]:
+    """Every LoadBalancer Service's load balancer, at the IP its status already publishes:
+    a target-pool Service gets its traffic firewall, the check its traffic policy wants (and
+    that check's firewall) and a pool carrying it, and its forwarding rule; a Service whose
+    key is in `without_check` gets a pool with no check, as a cloud provider older than the
+    nodes check made it; an RBS Service gets only a forwarding rule to a backend service.
+    Returns the pools' names."""
+    pools: list[str] = []
+    for obj in services:
+        service = ServiceView.of(obj)
+        if service.type != "LoadBalancer" or not service.ingress_ips:
+            continue
+        kind, ip = handler(service), service.ingress_ips[0]
+        if kind is Handler.RBS:
+            _rbs_rule(fake, where, service, ip)
+        elif kind is Handler.TARGET_POOL:
+            _load_balancer(fake, where, service, ip, hosts, service.key not in without_check)
+            pools.append(service.lb_name)
+    return pools
+
+
+def _firewall(fake: ComputeFake, project: str, body: dict[str, Any]) -> None:
+    if body["name"] not in fake.firewalls(project):
+        fake.add_firewall(project, body["name"], **{k: v for k, v in body.items() if k != "name"})
+
+
+def _load_balancer(
+    fake: ComputeFake,
+    where: Project,
+    service: ServiceView,
+    ip: str,
+    hosts: list[str],
+    with_check: bool,
+) -> None:
+    project, lb = where.project, service.lb_name
+    _firewall(fake, project, traffic_firewall(service, ip, where.node_tags))
+    checks: list[str] = []
+    if with_check:
+        check = wanted_health_check(service, where)
+        nodes = check["name"] == where.nodes_check
+        _firewall(
+            fake,
+            project,
+            shapes.health_check_firewall(
+                where.cluster_id,
+                check["name"],
+                nodes,
+                service.key,
+                ip,
+                check["port"],
+                where.node_tags,
+            ),
+        )
+        if check["name"] not in fake.http_health_checks(project):
+            fields = {k: v for k, v in check.items() if k != "name"}
+            fake.add_http_health_check(project, check["name"], **fields)
+        checks.append(check["name"])
+    pool = fake.add_target_pool(
+        project,
+        where.region,
+        lb,
+        description=names.service_description(service.key),
+        instances=hosts,
+        health_checks=checks,
+    )
+    fake.add_forwarding_rule(
+        project,
+        where.region,
+        lb,
+        target=pool["selfLink"],
+        description=names.service_description(service.key),
+        ip_address=ip,
+        port_range=shapes.load_balancer_port_range(service.port_numbers),
+        ip_protocol=service.protocol,
+    )
+
+
+def _rbs_rule(fake: ComputeFake, where: Project, service: ServiceView, ip: str) -> None:
+    rule, backend = names.rbs_rule_and_backend(
+        where.kube_system_uid, where.project, where.region, service.namespace, service.name
+    )
+    fake.add_forwarding_rule(
+        where.project,
+        where.region,
+        rule,
+        backend_service=backend,
+        description=names.service_description(service.key),
+        ip_address=ip,
+        port_range=shapes.load_balancer_port_range(service.port_numbers),
+        ip_protocol=service.protocol,
+    )
