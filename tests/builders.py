@@ -14,6 +14,7 @@ from lbhc.model.cloud import (
     HttpHealthCheck,
     TargetPool,
     http_health_check_url,
+    resource_path,
 )
 from lbhc.model.cluster import ClusterSnapshot, DaemonSet, HealthProbe, Node, Pod, Service
 from lbhc.planner.config import PlannerConfig
@@ -23,6 +24,8 @@ from lbhc.planner.shared import desired_firewall, desired_health_check
 
 PROJECT, REGION = "proj", "us-central1"
 KUBE_SYSTEM_UID = "0b7c3c5e-1111-2222-3333-444455556666"
+# data.uid of ConfigMap kube-system/ingress-uid: the cloud provider's node check's name.
+CLOUD_PROVIDER_UID = "5e1d1b2c3a4f6789"
 
 
 def compact(value: object) -> str:
@@ -155,8 +158,10 @@ def service(
     lb_class: str | None = None,
     annotations: dict[str, str] | None = None,
     deleting: bool = False,
+    ingress_ip: str = "",
 ) -> Service:
     spec: dict[str, Any] = {"type": type_}
+    status = {"loadBalancer": {"ingress": [{"ip": ingress_ip}]}} if ingress_ip else {}
     if policy is not None:
         spec["externalTrafficPolicy"] = policy
     if lb_class is not None:
@@ -171,6 +176,7 @@ def service(
                 **({"deletionTimestamp": "2026-11-22T00:00:00Z"} if deleting else {}),
             },
             "spec": spec,
+            "status": status,
         }
     )
 
@@ -195,11 +201,38 @@ def pool_for(
     )
 
 
-def rule_for(svc: Service, claim: str | None = None) -> ForwardingRule:
+def rule_for(svc: Service, claim: str | None = None, ip: str = "") -> ForwardingRule:
     name = target_pool_name(svc.metadata.uid)
     return ForwardingRule(
-        name=name, description=compact({"kubernetes.io/service-name": claim or svc.key})
+        name=name,
+        description=compact({"kubernetes.io/service-name": claim or svc.key}),
+        ip_address=ip,
     )
+
+
+def check_url(name: str) -> str:
+    return http_health_check_url(PROJECT, name)
+
+
+def legacy_check(name: str, **overrides: Any) -> HttpHealthCheck:
+    """A legacy check as read from GCE; the default is shaped like the cloud provider's."""
+    fields: dict[str, Any] = {
+        "name": name,
+        "description": compact({"kubernetes.io/service-name": name}),
+        "request_path": "/healthz",
+        "port": 10256,
+        "check_interval_sec": 8,
+        "timeout_sec": 1,
+        "healthy_threshold": 1,
+        "unhealthy_threshold": 3,
+        "self_link": check_url(name),
+    }
+    return HttpHealthCheck(**{**fields, **overrides})
+
+
+def cloud_provider_check(**overrides: Any) -> HttpHealthCheck:
+    """The cloud provider's node check, k8s-<uid>-node (makeHTTPHealthCheck)."""
+    return legacy_check(f"k8s-{CLOUD_PROVIDER_UID}-node", **overrides)
 
 
 def cluster(
@@ -210,6 +243,7 @@ def cluster(
     gaps: tuple[str, ...] = (),
     daemonsets: tuple[DaemonSet, ...] = (),
     probes: dict[str, HealthProbe] | None = None,
+    cloud_provider_uid: str | None = CLOUD_PROVIDER_UID,
 ) -> ClusterSnapshot:
     return ClusterSnapshot(
         nodes=(node(),) if nodes is None else nodes,
@@ -219,6 +253,7 @@ def cluster(
         gaps=gaps,
         kube_proxy_daemonsets=daemonsets,
         health_probes=probes or {},
+        cloud_provider_uid=cloud_provider_uid,
     )
 
 
@@ -250,5 +285,17 @@ def cloud(
     pools: tuple[TargetPool, ...] = (),
     rules: tuple[ForwardingRule, ...] = (),
     gaps: tuple[str, ...] = (),
+    checks: tuple[HttpHealthCheck, ...] = (),
+    checks_complete: bool = True,
 ) -> CloudSnapshot:
-    return CloudSnapshot(check, firewall, pools, rules, gaps)
+    """`checks`: the project's other legacy checks, as listed (ours comes from `check`)."""
+    listed = {resource_path(c.self_link): c for c in (*checks, *((check,) if check else ()))}
+    return CloudSnapshot(
+        check,
+        firewall,
+        pools,
+        rules,
+        gaps,
+        health_checks=listed,
+        health_checks_complete=checks_complete,
+    )

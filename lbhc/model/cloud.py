@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lbhc.model.cluster import Node
@@ -94,10 +95,13 @@ class ForwardingRule:
 
 @dataclass(frozen=True)
 class CloudSnapshot:
-    """The shared resources (None when absent) and the region's pools and forwarding rules.
+    """The shared resources (None when absent), the region's pools and forwarding rules, and
+    the project's legacy health checks (what each pool really carries).
 
     `gaps` names anything that could not be read in full; like the cluster's, a gap makes
-    the planner withhold detaches and deletes.
+    the planner withhold detaches and deletes. `health_checks` is keyed by resource path
+    (`projects/P/global/httpHealthChecks/NAME`); `health_checks_complete` is False when they
+    could not be listed, so a check missing from it is unknown rather than gone.
     """
 
     health_check: HttpHealthCheck | None = None
@@ -105,10 +109,26 @@ class CloudSnapshot:
     target_pools: tuple[TargetPool, ...] = ()
     forwarding_rules: tuple[ForwardingRule, ...] = ()
     gaps: tuple[str, ...] = field(default=())
+    health_checks: Mapping[str, HttpHealthCheck] = field(default_factory=dict)
+    health_checks_complete: bool = True
 
     @property
     def complete(self) -> bool:
         return not self.gaps
+
+    def check_at(self, url: str) -> HttpHealthCheck | None:
+        """The legacy check a pool's `healthChecks` entry names, as read (None if unknown)."""
+        path = resource_path(url)
+        ours = self.health_check
+        if ours is not None:
+            link = resource_path(ours.self_link) if ours.self_link else ""
+            if link == path or (not link and path.rsplit("/", 1)[-1] == ours.name):
+                return ours
+        return self.health_checks.get(path)
+
+    def check_gone(self, url: str) -> bool:
+        """Provably deleted: the full listing does not have it."""
+        return self.health_checks_complete and self.check_at(url) is None
 
 
 def allowed_to_json(allowed: tuple[FirewallAllowed, ...]) -> list[dict[str, object]]:

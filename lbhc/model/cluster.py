@@ -1,7 +1,7 @@
 """Small frozen projections of the Kubernetes objects lbhc reads.
 
 They are validated straight from the API's raw JSON (extra fields ignored) rather than
-through the kubernetes client's models, which cost ~10x the memory (reference.md 5). Only
+through the kubernetes client's models, which cost ~10x the memory (docs/benchmarks.md, 4). Only
 fields the planner uses are kept, so the projections double as the planner's input types.
 
 Each is a slotted frozen dataclass validated by pydantic (a TypeAdapter per class), not a
@@ -282,6 +282,14 @@ class Namespace(_Projection):
     metadata: ObjectMeta
 
 
+@projection
+class ConfigMap(_Projection):
+    """Only kube-system/ingress-uid is read: the cloud provider's cluster uid."""
+
+    metadata: ObjectMeta
+    data: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class HealthProbe:
     """One active probe of a node's kube-proxy health port. A status is None when nothing
@@ -322,6 +330,9 @@ class ClusterSnapshot:
     kube_proxy_daemonsets: tuple[DaemonSet, ...] = ()
     # Node name -> what the controller's active probe of its health port saw (optional).
     health_probes: Mapping[str, HealthProbe] = field(default_factory=dict)
+    # `data.uid` of ConfigMap kube-system/ingress-uid: the id in the cloud provider's own
+    # node check name, k8s-<uid>-node (None when absent or not read).
+    cloud_provider_uid: str | None = None
 
     @property
     def complete(self) -> bool:

@@ -36,8 +36,9 @@ class FieldChange:
 @dataclass(frozen=True)
 class Change:
     """One step. `desired` carries the full resource for create/update; `health_check_url`
-    the check an attach adds or a detach removes; `replaces` a foreign check an attach
-    removes first (only when replacing foreign checks is allowed)."""
+    the check an attach adds or a detach removes; `replaces` the check a takeover attach
+    removes first; `restores` the check a give-back puts on the pool (after a detach removes
+    lbhc's, or alone on a pool left with none), from the takeover ledger."""
 
     action: Action
     kind: Kind
@@ -47,6 +48,7 @@ class Change:
     desired: HttpHealthCheck | Firewall | None = None
     health_check_url: str = ""
     replaces: str = ""
+    restores: str = ""
     service: str = ""  # ns/name of the Service owning a target pool (for Events)
 
     def to_json(self) -> dict[str, Any]:
@@ -68,14 +70,28 @@ class NodeVersion:
 
 @dataclass(frozen=True)
 class Fallback:
-    """Why the shared check is withdrawn cluster-wide: nodes whose kube-proxy cannot serve it."""
+    """Why lbhc's check is withdrawn: nodes whose kube-proxy cannot serve it. Only lbhc's own
+    check comes off; `others_stay` pools keep the cloud provider's (or an equivalent) check."""
 
     reason: str
     nodes: tuple[NodeVersion, ...]
+    others_stay: int = 0
+
+    @property
+    def effect(self) -> str:
+        """What fallback does, in one clause, for Events and status."""
+        stays = (
+            f"; the cloud provider's (or an equivalent) check stays on {self.others_stay} pool(s)"
+            if self.others_stay
+            else ""
+        )
+        return f"lbhc's check is withdrawn from the pools it covered{stays}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "reason": self.reason,
+            "effect": self.effect,
+            "othersStay": self.others_stay,
             "nodes": [
                 {"name": n.node, "version": n.version, "source": n.source} for n in self.nodes
             ],
@@ -90,6 +106,12 @@ class Plan:
     warnings: tuple[str, ...] = ()
     # Detaches and deletes the planner wanted but held back because a view was incomplete.
     withheld: tuple[Change, ...] = ()
+    # LoadBalancer Services with an ingress IP, none of whose load balancers is in the
+    # configured project and region (0 unless the scope looks wrong).
+    out_of_scope: int = 0
+    # lbhc's check or firewall name is taken by a resource it does not own: pools that need
+    # lbhc's check cannot get it.
+    shared_conflict: bool = False
 
     @property
     def has_changes(self) -> bool:
@@ -111,4 +133,5 @@ class Plan:
             "fallback": self.fallback.to_json() if self.fallback else None,
             "warnings": list(self.warnings),
             "withheld": [c.to_json() for c in self.withheld],
+            "outOfScope": self.out_of_scope,
         }

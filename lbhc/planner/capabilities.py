@@ -1,5 +1,5 @@
 """What a node's kube-proxy can do for a load balancer, decided from the best source there
-is, and which source that was (reference.md 1 and 2)."""
+is, and which source that was (kubernetes pkg/proxy/healthcheck; KEP-4004 for the node field)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 # Google's health-checker ranges for target-pool network LBs. 130.211.0.0/22 serves other
-# LB types only, so it is deliberately absent (reference.md 4).
+# LB types only, so it is deliberately absent (Google Cloud, "Health check firewall rules"
+# for target-pool network load balancers: cloud.google.com/load-balancing/docs/health-checks).
 HEALTH_CHECKER_RANGES = ("35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22")
 
 
@@ -38,6 +39,17 @@ class DrainingGate(StrEnum):
     DISABLED = "disabled"
 
 
+class HealthCheckMode(StrEnum):
+    """What lbhc does about an eligible pool that already carries a check not its own."""
+
+    # Default: leave it. On a current cluster that is nearly every Cluster pool, carrying the
+    # cloud provider's own node check; lbhc backfills only pools with none.
+    COEXIST = "coexist"
+    # Replace it with lbhc's (to own the timings), recording what it replaced so that a mode
+    # change, fallback or `lbhc teardown` can give it back.
+    TAKEOVER = "takeover"
+
+
 class ReadinessPolicy(StrEnum):
     OFF = "off"
     AUDIT = "audit"  # default: report, never write
@@ -62,7 +74,7 @@ class PlannerConfig:
     source_ranges: tuple[str, ...] = HEALTH_CHECKER_RANGES
     load_balancer_classes: tuple[str, ...] = ()
     opt_out_annotation: str = "lbhc.dev/ignore"
-    replace_foreign_health_checks: bool = False
+    health_check_mode: HealthCheckMode = HealthCheckMode.COEXIST
     unknown_version_policy: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
     kube_proxy_namespace: str = "kube-system"
     kube_proxy_selector: tuple[tuple[str, str], ...] = (("k8s-app", "kube-proxy"),)

@@ -1,27 +1,99 @@
-"""Per node: is the load balancer draining it? The truth an operator needs during scale-down
-(reference.md 1: only /healthz on kube-proxy >= 1.30 fails for a node being deleted)."""
+"""Per node: are the load balancers draining it? Judged from the check each target pool holding
+the node really carries, whoever owns it: only a check on kube-proxy's /healthz fails for a
+node being deleted, and only on kube-proxy 1.30+ (kubernetes pkg/proxy/healthcheck).
+
+Pool membership is not read from GCE (a pool lists every node; at 5,000 nodes that is most
+of the bytes): as the cloud provider's service controller does, every node not labelled
+out of load balancers (k8s.io/cloud-provider controllers/service nodeIncludedPredicate) is
+taken to be in every target pool of this cluster's LoadBalancer Services."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 from lbhc.model.cluster import Node
 from lbhc.planner.capabilities import KubeProxyFacts
+from lbhc.planner.claims import PoolClaim
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.coverage import (
+    Coverage,
+    PoolCoverage,
+    describe_check,
+    drain_bound_seconds,
+    probes_kube_proxy_healthz,
+)
 from lbhc.planner.nodes import (
     TO_BE_DELETED_TAINT,
     is_being_deleted,
     is_excluded_from_load_balancers,
 )
 
+_MAX_POOLS_IN_REASON = 3
+
 
 class DrainState(StrEnum):
     SERVING = "serving"
-    DRAINING = "draining"
-    NOT_DRAINING = "not-draining"  # marked for deletion, yet the LB keeps sending it traffic
+    DRAINING = "draining"  # every pool holding it stops sending it new connections
+    # Some pools do, others keep sending: a pool without such a check, or a Local pool while
+    # the node still has ready endpoints of its Service (those go as its Pods are evicted).
+    PARTIALLY_DRAINING = "partially-draining"
+    NOT_DRAINING = "not-draining"  # marked for deletion, yet no pool will take it out
+    NOT_APPLICABLE = "not-applicable"  # marked, but in no target pool: nothing to drain
     EXCLUDED = "excluded"
     UNKNOWN = "unknown"
+
+
+class PoolDrainKind(StrEnum):
+    HEALTHZ = "healthz"  # a check on kube-proxy's /healthz: drains if kube-proxy fails it
+    LOCAL = "local"  # a per-Service check: drains once the node has no ready endpoints
+    NO_CHECK = "no-check"
+    OTHER = "other"  # probes something that does not follow node deletion
+
+
+@dataclass(frozen=True, slots=True)
+class PoolDrainView:
+    """One target pool as a node being deleted meets it."""
+
+    pool: str
+    service: str
+    kind: PoolDrainKind
+    check: str = ""  # what it carries, for humans
+    bound_seconds: int | None = None  # with HEALTHZ: interval x (unhealthy threshold + 1)
+
+    def why_not(self) -> str:
+        """Why this pool keeps sending the node new connections (not for HEALTHZ)."""
+        if self.kind is PoolDrainKind.NO_CHECK:
+            return "no health check"
+        if self.kind is PoolDrainKind.LOCAL:
+            return "externalTrafficPolicy Local: drains it only once it has no ready endpoints"
+        return f"{self.check} does not follow node deletion"
+
+
+def pool_drain_views(
+    claims: Mapping[str, PoolClaim],
+    coverage: Mapping[str, PoolCoverage],
+    config: PlannerConfig,
+) -> tuple[PoolDrainView, ...]:
+    """Every pool of this cluster's Services, eligible for lbhc or not: a node is in all."""
+    views = []
+    for name in sorted(claims):
+        cover, service = coverage[name], claims[name].service.key
+        if cover.kind is Coverage.LOCAL:
+            views.append(PoolDrainView(name, service, PoolDrainKind.LOCAL, cover.check_name))
+        elif cover.kind is Coverage.NONE:
+            views.append(PoolDrainView(name, service, PoolDrainKind.NO_CHECK))
+        elif cover.check is not None and probes_kube_proxy_healthz(cover.check, config):
+            bound = drain_bound_seconds(cover.check)
+            views.append(
+                PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
+            )
+        else:
+            views.append(PoolDrainView(name, service, PoolDrainKind.OTHER, describe_check(cover)))
+    return tuple(views)
 
 
 @dataclass(frozen=True)
@@ -29,9 +101,22 @@ class NodeDrain:
     state: DrainState
     reason: str
     marked_at: str = ""  # RFC 3339, when the node was marked for deletion ("" if unknown)
+    # Worst case from the mark to UNHEALTHY in every pool that drains it (its checks' own
+    # interval and thresholds); None when no pool drains it.
+    bound_seconds: int | None = None
+    not_draining: tuple[PoolDrainView, ...] = ()  # the pools that keep sending it traffic
 
-    def to_json(self) -> dict[str, str]:
-        return {"state": self.state.value, "reason": self.reason, "markedAt": self.marked_at}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "reason": self.reason,
+            "markedAt": self.marked_at,
+            "boundSeconds": self.bound_seconds,
+            "poolsNotDraining": [
+                {"targetPool": p.pool, "service": p.service, "why": p.why_not()}
+                for p in self.not_draining
+            ],
+        }
 
 
 def marked_at(node: Node) -> str:
@@ -50,43 +135,77 @@ def marked_at(node: Node) -> str:
     return min(times) if times else ""
 
 
-def node_drain(node: Node, facts: KubeProxyFacts, check_in_use: bool) -> NodeDrain:
-    """`check_in_use`: the shared check is attached to the pools (no fallback): without it
-    nothing but the cloud provider's next sync takes a node out of the load balancers."""
+def node_drain(node: Node, facts: KubeProxyFacts, pools: Sequence[PoolDrainView]) -> NodeDrain:
+    """`pools`: every target pool of this cluster (pool_drain_views)."""
     if is_excluded_from_load_balancers(node):
         return NodeDrain(DrainState.EXCLUDED, "labelled exclude-from-external-load-balancers")
     if not is_being_deleted(node):
         return NodeDrain(DrainState.SERVING, "not marked for deletion")
     since = marked_at(node)
+    if not pools:
+        return NodeDrain(
+            DrainState.NOT_APPLICABLE,
+            "marked for deletion; it is in no target pool, so no network load balancer has "
+            "connections to drain from it",
+            since,
+        )
     version = f"kube-proxy {facts.version.display()} (from {facts.source.value})"
-    drains = facts.capabilities.drains_when_deleted
-    if not check_in_use:
-        return NodeDrain(
-            DrainState.NOT_DRAINING,
-            "marked for deletion, but no health check is attached: the load balancer keeps "
-            "sending it new connections until the cloud provider removes it from the pools",
-            since,
-        )
-    if facts.capabilities.serves_healthz is False:  # fallback policy `never`
-        return NodeDrain(
-            DrainState.DRAINING,
-            f"marked for deletion; {version} cannot answer the check at all, so the load "
-            "balancer sends it no new connections anyway",
-            since,
-        )
-    if drains is None:
+    healthz = [p for p in pools if p.kind is PoolDrainKind.HEALTHZ]
+    caps = facts.capabilities
+    how = f"{version} fails /healthz"
+    if healthz and caps.serves_healthz is False:
+        how = f"{version} cannot answer /healthz at all"  # fallback policy `never`
+    elif healthz and caps.drains_when_deleted is None:
         return NodeDrain(
             DrainState.UNKNOWN,
             f"marked for deletion; whether {version} fails /healthz for it is unknown",
             since,
         )
-    if drains:
+    too_old = bool(healthz) and caps.serves_healthz is not False and not caps.drains_when_deleted
+    draining = [] if too_old else healthz
+    # Pools that will not take it out; Local pools do, but only as its endpoints go.
+    stuck = [p for p in pools if p.kind in (PoolDrainKind.NO_CHECK, PoolDrainKind.OTHER)]
+    stuck += healthz if too_old else []
+    local = [p for p in pools if p.kind is PoolDrainKind.LOCAL]
+    bound = max((p.bound_seconds or 0 for p in draining), default=0) or None
+    if not stuck and not local:
         return NodeDrain(
-            DrainState.DRAINING, f"marked for deletion and {version} fails /healthz", since
+            DrainState.DRAINING,
+            f"marked for deletion and {how}: every target pool holding it drains it",
+            since,
+            bound,
         )
-    return NodeDrain(
-        DrainState.NOT_DRAINING,
-        f"marked for deletion, but {version} is too old to fail /healthz for it: the load "
-        "balancer keeps sending it new connections until the node is gone",
-        since,
+    # Local pools do not make up for a pool that never drains it: only they (with no other)
+    # leave it partially drained rather than not at all.
+    if too_old or (stuck and not draining):
+        why = (
+            f"{version} is too old to fail /healthz for it"
+            if too_old
+            else f"no target pool holding it carries a kube-proxy /healthz check ({_listed(stuck)})"
+        )
+        return NodeDrain(
+            DrainState.NOT_DRAINING,
+            f"marked for deletion, but {why}: the load balancers keep sending it new "
+            "connections until it is gone",
+            since,
+            not_draining=(*stuck, *local),
+        )
+    others = (*stuck, *local)
+    drained_by = (
+        f"{how}, so {len(draining)} pool(s) drain it" if draining else "no pool drains it by itself"
     )
+    return NodeDrain(
+        DrainState.PARTIALLY_DRAINING,
+        f"marked for deletion; {drained_by}; {len(others)} do not (yet): {_listed(others)}",
+        since,
+        bound,
+        others,
+    )
+
+
+def _listed(pools: Sequence[PoolDrainView]) -> str:
+    shown = "; ".join(
+        f"{p.pool} (Service {p.service}: {p.why_not()})" for p in pools[:_MAX_POOLS_IN_REASON]
+    )
+    more = len(pools) - _MAX_POOLS_IN_REASON
+    return shown + (f"; and {more} more" if more > 0 else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,19 +16,25 @@ from lbhc.model.cloud import (
 )
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import DESTRUCTIVE_ACTIONS, Action, Change, FieldChange, Kind, Plan
-from lbhc.planner.config import PlannerConfig
+from lbhc.planner.claims import PoolClaim, carries, match_pools
+from lbhc.planner.config import HealthCheckMode, PlannerConfig
+from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool
 from lbhc.planner.fallback import decide_fallback
 from lbhc.planner.kube_proxy import facts_by_node
+from lbhc.planner.ledger import TakeoverLedger
 from lbhc.planner.names import cluster_id_from_uid, is_valid_gce_name, shared_resource_name
-from lbhc.planner.pools import carries, match_pools, plan_pool_changes
+from lbhc.planner.pools import PoolContext, plan_pool_changes
+from lbhc.planner.scope import scope_mismatch
 from lbhc.planner.shared import (
     desired_firewall,
     desired_health_check,
     is_owned,
+    read_ledger,
     reconcile_firewall,
     reconcile_health_check,
     same_network,
 )
+from lbhc.planner.takeover import fit_ledger, ledger_still_needed
 
 
 class PlanningError(ValueError):
@@ -93,19 +100,108 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     pools = {pool.name: pool for pool in cloud.target_pools}
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
     claims = match_pools(cluster.services, pools, rules, config, warnings)
-    # Eligible includes "its target pool exists" (and is provably its own): with none left,
-    # the shared pair is garbage; a partial read cannot get here, its removals are withheld.
-    wanted = any(claim.eligible_reason is None for claim in claims.values())
-    facts = facts_by_node(cluster, config) if wanted else {}
-    fallback = decide_fallback(cluster, facts, config, warnings) if wanted else None
-    if wanted and not cluster.versions_complete:
+    coverage = coverage_by_pool(claims, cloud, check_url, cluster.cloud_provider_uid, config)
+    check_owned = cloud.health_check is None or is_owned(cloud.health_check.description, cluster_id)
+    firewall_owned = cloud.firewall is None or is_owned(cloud.firewall.description, cluster_id)
+    ledger = read_ledger(cloud.health_check) if check_owned else TakeoverLedger()
+
+    # Version skew matters only where lbhc's own check is, or would be, attached.
+    relevant = any(
+        claim.eligible_reason is None and _lbhc_may_carry(coverage[name], config)
+        for name, claim in claims.items()
+    )
+    facts = facts_by_node(cluster, config) if relevant else {}
+    fallback = decide_fallback(cluster, facts, config, warnings) if relevant else None
+    if fallback is not None:
+        fallback = dataclasses.replace(fallback, others_stay=_covered_by_others(claims, coverage))
+    if relevant and not cluster.versions_complete:
         warnings.append(
             "nodes or kube-proxy Pods could not be read in full, so version skew cannot be "
             "ruled out: nothing new is created or attached until they are"
         )
+    _warn_conflicts(name, cluster_id, check_owned, firewall_owned, warnings)
 
-    check_owned = cloud.health_check is None or is_owned(cloud.health_check.description, cluster_id)
-    firewall_owned = cloud.firewall is None or is_owned(cloud.firewall.description, cluster_id)
+    context = PoolContext(
+        our_url=check_url,
+        config=config,
+        cloud=cloud,
+        ledger=ledger,
+        attach_allowed=firewall_owned and cluster.versions_complete,
+        withdraw_reason=f"fallback: {fallback.reason}" if fallback else None,
+    )
+    pool_plan = plan_pool_changes(cloud.target_pools, claims, coverage, context, warnings)
+    wanted = pool_plan.needs_ours
+    # A check of our name that is not ours: no pool is touched, but what we own stays.
+    pool_changes = list(pool_plan.changes) if check_owned else []
+    kept_ledger = ledger_still_needed(ledger, cloud, check_url)
+    new_ledger, refused = fit_ledger(cluster_id, kept_ledger, pool_plan.takeovers, warnings)
+    if refused:
+        pool_changes = [c for c in pool_changes if not (c.replaces and c.name in refused)]
+
+    detaching = {c.name for c in pool_changes if c.action is Action.DETACH}
+    still_attached = tuple(
+        p.name for p in cloud.target_pools if carries(p, check_url) and p.name not in detaching
+    )
+    shared_changes, attach_ok = _plan_shared(
+        cluster_id,
+        name,
+        cloud,
+        config,
+        new_ledger,
+        wanted=wanted,
+        may_add=fallback is None and cluster.versions_complete,
+        still_attached=still_attached,
+        check_owned=check_owned,
+        firewall_owned=firewall_owned,
+        warnings=warnings,
+    )
+    if not attach_ok:  # give-backs of a recorded check need nothing of ours
+        pool_changes = [c for c in pool_changes if c.action is not Action.ATTACH or c.restores]
+
+    creates = [c for c in shared_changes if c.action in (Action.CREATE, Action.UPDATE)]
+    deletes = [c for c in shared_changes if c.action is Action.DELETE]
+    ordered = creates + pool_changes + deletes
+    gaps = cluster.gaps + cloud.gaps
+    mismatch = scope_mismatch(cluster, cloud)
+    if mismatch is not None:
+        warnings.append(mismatch.message(config))
+        gaps += (f"scope: {mismatch.services} Service(s) not found in the configured scope",)
+    out_of_scope = mismatch.services if mismatch else 0
+    conflict = not (check_owned and firewall_owned)
+    if gaps:
+        withheld = tuple(c for c in ordered if c.action in DESTRUCTIVE_ACTIONS)
+        if withheld:
+            warnings.append(
+                f"incomplete view ({'; '.join(gaps)}): {len(withheld)} detach/delete "
+                "change(s) withheld until a complete read"
+            )
+        kept = tuple(c for c in ordered if c.action not in DESTRUCTIVE_ACTIONS)
+        return Plan(name, kept, fallback, tuple(warnings), withheld, out_of_scope, conflict)
+    return Plan(name, tuple(ordered), fallback, tuple(warnings), (), out_of_scope, conflict)
+
+
+def _lbhc_may_carry(coverage: PoolCoverage, config: PlannerConfig) -> bool:
+    if coverage.kind in (Coverage.LBHC, Coverage.NONE):
+        return True
+    return config.health_check_mode is HealthCheckMode.TAKEOVER and coverage.kind in (
+        Coverage.CLOUD_PROVIDER,
+        Coverage.EQUIVALENT,
+        Coverage.OTHER_CHECK,
+    )
+
+
+def _covered_by_others(claims: dict[str, PoolClaim], coverage: dict[str, PoolCoverage]) -> int:
+    return sum(
+        1
+        for name, claim in claims.items()
+        if claim.eligible_reason is None
+        and coverage[name].kind in (Coverage.CLOUD_PROVIDER, Coverage.EQUIVALENT)
+    )
+
+
+def _warn_conflicts(
+    name: str, cluster_id: str, check_owned: bool, firewall_owned: bool, warnings: list[str]
+) -> None:
     if not check_owned:
         warnings.append(
             f"conflict: HttpHealthCheck {name} exists but is not owned by cluster {cluster_id}; "
@@ -117,57 +213,13 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
             "lbhc will not modify or delete it, and attaches nothing new until it is resolved"
         )
 
-    pool_changes: list[Change] = []
-    if check_owned:
-        pool_changes = plan_pool_changes(
-            cloud.target_pools,
-            claims,
-            check_url,
-            attach_allowed=firewall_owned and cluster.versions_complete,
-            withdraw_reason=f"fallback: {fallback.reason}" if fallback else None,
-            config=config,
-            warnings=warnings,
-        )
-    detaching = {c.name for c in pool_changes if c.action is Action.DETACH}
-    still_attached = tuple(
-        p.name for p in cloud.target_pools if carries(p, check_url) and p.name not in detaching
-    )
-    shared_changes, attach_ok = _plan_shared(
-        cluster_id,
-        name,
-        cloud,
-        config,
-        wanted=wanted,
-        may_add=fallback is None and cluster.versions_complete,
-        still_attached=still_attached,
-        check_owned=check_owned,
-        firewall_owned=firewall_owned,
-        warnings=warnings,
-    )
-    if not attach_ok:
-        pool_changes = [c for c in pool_changes if c.action is not Action.ATTACH]
-
-    creates = [c for c in shared_changes if c.action in (Action.CREATE, Action.UPDATE)]
-    deletes = [c for c in shared_changes if c.action is Action.DELETE]
-    ordered = creates + pool_changes + deletes
-    gaps = cluster.gaps + cloud.gaps
-    if gaps:
-        withheld = tuple(c for c in ordered if c.action in DESTRUCTIVE_ACTIONS)
-        if withheld:
-            warnings.append(
-                f"incomplete view ({'; '.join(gaps)}): {len(withheld)} detach/delete "
-                "change(s) withheld until a complete read"
-            )
-        kept = tuple(c for c in ordered if c.action not in DESTRUCTIVE_ACTIONS)
-        return Plan(name, kept, fallback, tuple(warnings), withheld)
-    return Plan(name, tuple(ordered), fallback, tuple(warnings))
-
 
 def _plan_shared(
     cluster_id: str,
     name: str,
     cloud: CloudSnapshot,
     config: PlannerConfig,
+    ledger: TakeoverLedger,
     *,
     wanted: bool,
     may_add: bool,
@@ -180,7 +232,7 @@ def _plan_shared(
     through a closed port; and whether new attaches may proceed."""
     changes: list[Change] = []
     check, firewall = cloud.health_check, cloud.firewall
-    want_check = desired_health_check(name, cluster_id, config)
+    want_check = desired_health_check(name, cluster_id, config, ledger)
     want_firewall = desired_firewall(name, cluster_id, config)
     firewall_ok = firewall_owned and check_owned
 

@@ -1,171 +1,168 @@
-"""Per target pool: should it carry the shared check, and what must change for that."""
+"""Per target pool: what must change so that it carries the right check, given what it carries
+now (its coverage), the health-check mode, fallback, and the takeover ledger."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from lbhc.model.cloud import ForwardingRule, TargetPool, parse_description, resource_path
-from lbhc.model.cluster import Service
+from lbhc.model.cloud import COMPUTE_URL_PREFIX, CloudSnapshot, TargetPool, resource_path
 from lbhc.model.plan import Action, Change, FieldChange, Kind
-from lbhc.planner.config import PlannerConfig
-from lbhc.planner.names import target_pool_name
-from lbhc.planner.services import ineligibility, unclear_opt_out
+from lbhc.planner.claims import PoolClaim, carries
+from lbhc.planner.config import HealthCheckMode, PlannerConfig
+from lbhc.planner.coverage import Coverage, PoolCoverage, describe_check
+from lbhc.planner.ledger import TakeoverLedger
 
-SERVICE_NAME_KEY = "kubernetes.io/service-name"
+# Covered by a check lbhc may replace only in takeover mode.
+_REPLACEABLE = frozenset({Coverage.CLOUD_PROVIDER, Coverage.EQUIVALENT, Coverage.OTHER_CHECK})
 
 
 @dataclass(frozen=True)
-class PoolClaim:
-    """A LoadBalancer Service and the pool the cloud provider named after it."""
+class PoolContext:
+    our_url: str
+    config: PlannerConfig
+    cloud: CloudSnapshot
+    ledger: TakeoverLedger = field(default_factory=TakeoverLedger)
+    attach_allowed: bool = True  # False: add lbhc's check nowhere new (conflict, partial view)
+    withdraw_reason: str | None = None  # fallback: lbhc's check comes off every pool
 
-    service: Service
-    pool: TargetPool
-    eligible_reason: str | None  # None: eligible; else why not
-
-
-def claims(description: str, service_key: str) -> bool:
-    """Fast path for the cloud provider's exact compact JSON; decode anything else."""
-    # Service keys are DNS names and a slash: nothing in them needs JSON escaping.
-    if description == f'{{"{SERVICE_NAME_KEY}":"{service_key}"}}':
-        return True
-    return parse_description(description).get(SERVICE_NAME_KEY) == service_key
+    @property
+    def takeover(self) -> bool:
+        return self.config.health_check_mode is HealthCheckMode.TAKEOVER
 
 
-def claimed_service(pool: TargetPool, rule: ForwardingRule | None) -> str | None:
-    """`ns/name` the cloud provider wrote into the pool's or forwarding rule's description."""
-    for description in (pool.description, rule.description if rule else ""):
-        value = parse_description(description).get(SERVICE_NAME_KEY)
-        if isinstance(value, str):
-            return value
-    return None
-
-
-def match_pools(
-    services: Iterable[Service],
-    pools: Mapping[str, TargetPool],
-    rules: Mapping[str, ForwardingRule],
-    config: PlannerConfig,
-    warnings: list[str],
-) -> dict[str, PoolClaim]:
-    """Pools (by name) that a LoadBalancer Service of this cluster provably owns."""
-    found: dict[str, PoolClaim] = {}
-    for service in services:
-        if service.spec.type != "LoadBalancer" or not service.metadata.uid:
-            continue
-        pool = pools.get(target_pool_name(service.metadata.uid))
-        if pool is None:
-            continue  # not provisioned yet, or not a target-pool LB: nothing to do
-        rule = rules.get(pool.name)
-        reason = ineligibility(service, config)
-        if (unclear := unclear_opt_out(service, config)) is not None:
-            warnings.append(unclear)
-        confirmed = claims(pool.description, service.key) or (
-            rule is not None and claims(rule.description, service.key)
-        )
-        if not confirmed:
-            claimed = claimed_service(pool, rule)
-            if reason is None:
-                owner = f"claims {claimed}" if claimed else f"has no {SERVICE_NAME_KEY}"
-                warnings.append(
-                    f"target pool {pool.name} is named after Service {service.key} but {owner}; "
-                    "left alone"
-                )
-            continue
-        found[pool.name] = PoolClaim(service, pool, reason)
-    return found
-
-
-def carries(pool: TargetPool, health_check_url: str) -> bool:
-    if not pool.health_checks:
-        return False
-    wanted = resource_path(health_check_url)
-    return any(resource_path(url) == wanted for url in pool.health_checks)
+@dataclass(frozen=True)
+class PoolPlan:
+    changes: tuple[Change, ...]
+    # Pool -> URL of the check a takeover attach replaces: recorded in the ledger first.
+    takeovers: Mapping[str, str]
+    # Some eligible pool carries lbhc's check or should: the shared check and firewall stay.
+    needs_ours: bool
 
 
 def plan_pool_changes(
     pools: Iterable[TargetPool],
     claims: Mapping[str, PoolClaim],
-    health_check_url: str,
-    *,
-    attach_allowed: bool,
-    withdraw_reason: str | None,
-    config: PlannerConfig,
+    coverage: Mapping[str, PoolCoverage],
+    ctx: PoolContext,
     warnings: list[str],
-) -> list[Change]:
-    """Attach/detach per pool a Service of this cluster provably owns. `withdraw_reason`
-    (fallback) detaches our check from all of them; `attach_allowed` False adds it nowhere new.
-    A pool no Service of ours claims is never changed, even if it carries our check: it may
+) -> PoolPlan:
+    """A pool no Service of ours claims is never changed, even if it carries our check: it may
     belong to another cluster that shares our id, or to someone who attached it by hand."""
     changes: list[Change] = []
+    takeovers: dict[str, str] = {}
+    needs_ours = False
     for pool in sorted(pools, key=lambda p: p.name):
         claim = claims.get(pool.name)
-        has_ours = carries(pool, health_check_url)
         if claim is None:
-            if has_ours:
+            if carries(pool, ctx.our_url):
                 warnings.append(
                     f"target pool {pool.name} carries our health check but no Service of this "
                     "cluster claims it; left alone (is another cluster using the same cluster id?)"
                 )
             continue
-        wanted = claim.eligible_reason is None
-        if has_ours:
-            reason = withdraw_reason or claim.eligible_reason
-            if reason is not None:
-                changes.append(_detach(pool, health_check_url, reason, claim.service.key))
-        elif wanted and withdraw_reason is None and attach_allowed:
-            changes.extend(_attach(pool, claim, health_check_url, config, warnings))
-    return changes
+        planned, needs = _plan_pool(pool, claim, coverage[pool.name], ctx, warnings)
+        changes.extend(planned)
+        needs_ours = needs_ours or needs
+        for change in planned:
+            if change.replaces:
+                takeovers[pool.name] = change.replaces
+    return PoolPlan(tuple(changes), takeovers, needs_ours)
 
 
-def _attach(
+def _plan_pool(
     pool: TargetPool,
     claim: PoolClaim,
-    health_check_url: str,
-    config: PlannerConfig,
+    coverage: PoolCoverage,
+    ctx: PoolContext,
     warnings: list[str],
-) -> list[Change]:
+) -> tuple[list[Change], bool]:
+    """(changes, whether the pool needs lbhc's check)."""
+    eligible = claim.eligible_reason is None
+    recorded = ctx.ledger.recorded_for(pool.name)
+    give_back = _give_back_url(pool, recorded, ctx, warnings)
     service = claim.service.key
-    diff = {"healthChecks": FieldChange(list(pool.health_checks), [health_check_url])}
+
+    if carries(pool, ctx.our_url):
+        reason = ctx.withdraw_reason or claim.eligible_reason
+        if reason is None and give_back and not ctx.takeover:
+            reason = "health_check_mode is coexist: the check lbhc replaced goes back"
+        if reason is None:
+            return [], eligible
+        return [_detach(pool, ctx.our_url, reason, service, give_back)], (
+            eligible and ctx.withdraw_reason is not None
+        )
+
     if not pool.health_checks:
-        reason = f"Service {service} (externalTrafficPolicy=Cluster) has no health check"
-        return [
-            Change(
-                Action.ATTACH,
-                Kind.TARGET_POOL,
-                pool.name,
-                reason,
-                diff,
-                health_check_url=health_check_url,
-                service=service,
+        if give_back and (not eligible or ctx.withdraw_reason or not ctx.takeover):
+            why = ctx.withdraw_reason or claim.eligible_reason or "health_check_mode is coexist"
+            return [_give_back(pool, give_back, why, service)], False
+        if not eligible or coverage.kind is not Coverage.NONE:
+            return [], False
+        if ctx.withdraw_reason is None and ctx.attach_allowed:
+            why = f"Service {service} (externalTrafficPolicy=Cluster) has no health check"
+            return [_attach(pool, ctx.our_url, why, service)], True
+        return [], True
+
+    if not eligible or coverage.kind not in _REPLACEABLE:
+        return [], False
+    if not ctx.takeover:
+        if coverage.kind is Coverage.OTHER_CHECK:
+            warnings.append(
+                f"target pool {pool.name} (Service {service}) carries {describe_check(coverage)}, "
+                "which does not probe kube-proxy's /healthz, so it does not drain nodes being "
+                "deleted; left alone (health_check_mode: takeover replaces it)"
             )
-        ]
-    foreign = pool.health_checks[0]
-    if config.replace_foreign_health_checks:
-        reason = f"Service {service}: replacing foreign health check {resource_path(foreign)}"
-        return [
-            Change(
-                Action.ATTACH,
-                Kind.TARGET_POOL,
-                pool.name,
-                reason,
-                diff,
-                health_check_url=health_check_url,
-                replaces=foreign,
-                service=service,
-            )
-        ]
-    warnings.append(
-        f"target pool {pool.name} (Service {service}) carries a health check lbhc does not own "
-        f"({resource_path(foreign)}); left alone"
+        return [], False
+    if ctx.withdraw_reason is not None or not ctx.attach_allowed:
+        return [], True
+    why = f"Service {service}: taking over from {describe_check(coverage)} (takeover mode)"
+    return [_attach(pool, ctx.our_url, why, service, replaces=coverage.check_url)], True
+
+
+def _give_back_url(
+    pool: TargetPool, recorded: str | None, ctx: PoolContext, warnings: list[str]
+) -> str:
+    """The recorded check's URL, or "" when there is none or it no longer exists (the cloud
+    provider deletes its node check once no pool uses it): then there is nothing to give."""
+    if recorded is None:
+        return ""
+    url = COMPUTE_URL_PREFIX + resource_path(recorded)
+    if ctx.cloud.check_gone(url):
+        warnings.append(
+            f"target pool {pool.name}: the check lbhc replaced, {recorded.rsplit('/', 1)[-1]}, "
+            "no longer exists, so it cannot be given back (the cloud provider deletes its node "
+            "check when no pool uses it, and makes it again with the next pool it creates)"
+        )
+        return ""
+    return url
+
+
+def _attach(pool: TargetPool, url: str, reason: str, service: str, *, replaces: str = "") -> Change:
+    diff = {"healthChecks": FieldChange(list(pool.health_checks), [url])}
+    return Change(
+        Action.ATTACH,
+        Kind.TARGET_POOL,
+        pool.name,
+        reason,
+        diff,
+        health_check_url=url,
+        replaces=replaces,
+        service=service,
     )
-    return []
 
 
-def _detach(pool: TargetPool, health_check_url: str, reason: str, service: str) -> Change:
-    remaining = [
-        url for url in pool.health_checks if resource_path(url) != resource_path(health_check_url)
-    ]
+def _give_back(pool: TargetPool, url: str, reason: str, service: str) -> Change:
+    change = _attach(pool, url, f"giving back {url.rsplit('/', 1)[-1]}: {reason}", service)
+    return dataclasses.replace(change, restores=url)
+
+
+def _detach(pool: TargetPool, url: str, reason: str, service: str, give_back: str) -> Change:
+    remaining = [u for u in pool.health_checks if resource_path(u) != resource_path(url)]
+    if give_back:
+        remaining.append(give_back)
+        reason = f"{reason}; giving back {give_back.rsplit('/', 1)[-1]}"
     diff = {"healthChecks": FieldChange(list(pool.health_checks), remaining)}
     return Change(
         Action.DETACH,
@@ -173,6 +170,7 @@ def _detach(pool: TargetPool, health_check_url: str, reason: str, service: str) 
         pool.name,
         reason,
         diff,
-        health_check_url=health_check_url,
+        health_check_url=url,
+        restores=give_back,
         service=service,
     )

@@ -17,14 +17,18 @@ from lbhc.model.cloud import (
 )
 from lbhc.model.plan import FieldChange
 from lbhc.planner.config import PlannerConfig
+from lbhc.planner.ledger import LEDGER_KEY, TakeoverLedger
 
 MANAGED_BY = "lbhc"
 PURPOSE = "kube-proxy /healthz for externalTrafficPolicy=Cluster target pools"
 
 
-def ownership_description(cluster_id: str) -> str:
-    """Deterministic JSON so a string compare tells drift; the cluster id is the owner mark."""
-    body = {"managedBy": MANAGED_BY, "clusterId": cluster_id, "purpose": PURPOSE}
+def ownership_description(cluster_id: str, ledger: TakeoverLedger | None = None) -> str:
+    """Deterministic JSON so a string compare tells drift; the cluster id is the owner mark.
+    The check's description also carries the takeover ledger (see ledger.py)."""
+    body: dict[str, object] = {"managedBy": MANAGED_BY, "clusterId": cluster_id, "purpose": PURPOSE}
+    if ledger:
+        body[LEDGER_KEY] = ledger.to_json()
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
@@ -33,10 +37,25 @@ def is_owned(description: str, cluster_id: str) -> bool:
     return fields.get("managedBy") == MANAGED_BY and fields.get("clusterId") == cluster_id
 
 
-def desired_health_check(name: str, cluster_id: str, config: PlannerConfig) -> HttpHealthCheck:
+def owner_of(description: str) -> str | None:
+    """The cluster id of an lbhc resource, None for anything lbhc did not make."""
+    fields = parse_description(description)
+    owner = fields.get("clusterId")
+    return owner if fields.get("managedBy") == MANAGED_BY and isinstance(owner, str) else None
+
+
+def read_ledger(check: HttpHealthCheck | None) -> TakeoverLedger:
+    if check is None:
+        return TakeoverLedger()
+    return TakeoverLedger.from_json(parse_description(check.description).get(LEDGER_KEY))
+
+
+def desired_health_check(
+    name: str, cluster_id: str, config: PlannerConfig, ledger: TakeoverLedger | None = None
+) -> HttpHealthCheck:
     return HttpHealthCheck(
         name=name,
-        description=ownership_description(cluster_id),
+        description=ownership_description(cluster_id, ledger),
         host="",
         request_path=config.request_path,
         port=config.port,

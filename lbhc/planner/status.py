@@ -1,33 +1,52 @@
-"""`lbhc status` as data: per Service, per node, and the cluster-wide summaries, from the
-same snapshots and plan the controller works from. Pure: the CLI and the controller render
-or export it; GCE's own view (getHealth) is added by the caller when asked."""
+"""`lbhc status` as data: per Service (its pool's coverage and what lbhc does about it), per
+node (kube-proxy facts, drain state judged from the checks each pool really carries), and
+the cluster-wide summaries, from the same snapshots and plan the controller works from.
+Pure: the CLI and the controller render or export it; GCE's own view (getHealth) is added by
+the caller when asked."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
-from lbhc.model.cluster import ClusterSnapshot
+from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.model.plan import Action, Fallback, Plan
 from lbhc.planner.capabilities import KubeProxyFacts
-from lbhc.planner.config import PlannerConfig
-from lbhc.planner.drain import DrainState, NodeDrain, node_drain
+from lbhc.planner.claims import PoolClaim, carries, match_pools
+from lbhc.planner.config import HealthCheckMode, PlannerConfig
+from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool, describe_check
+from lbhc.planner.drain import DrainState, NodeDrain, node_drain, pool_drain_views
 from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
+from lbhc.planner.nodes import can_receive_lb_traffic
 from lbhc.planner.planner import shared_name
-from lbhc.planner.pools import carries, match_pools
 from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
 from lbhc.planner.services import is_load_balancer
+from lbhc.planner.shared import read_ledger
+
+
+class LbhcCheckState(StrEnum):
+    """What lbhc does about a Service's pool."""
+
+    ATTACHED = "attached"  # carries lbhc's check
+    PENDING = "pending"  # lbhc's attach is planned
+    NOT_NEEDED = "not-needed"  # covered by another kube-proxy /healthz check
+    NOT_ATTACHED = "not-attached"  # should carry it and does not (see the reason)
+    NOT_APPLICABLE = "not-applicable"  # not lbhc's to check (Local, opted out, no pool...)
 
 
 @dataclass(frozen=True)
 class ServiceStatus:
     service: str
     traffic_policy: str
-    pool: str  # "" when the cloud provider made none (yet)
-    check: str  # attached | pending | not-attached | not-applicable
+    pool: str  # "" when it has none
+    coverage: Coverage
+    check: str  # the check's name ("" for none)
+    lbhc: LbhcCheckState
     reason: str
 
     def to_json(self) -> dict[str, str]:
@@ -35,7 +54,9 @@ class ServiceStatus:
             "service": self.service,
             "externalTrafficPolicy": self.traffic_policy,
             "targetPool": self.pool,
-            "healthCheck": self.check,
+            "coverage": self.coverage.value,
+            "checkName": self.check,
+            "healthCheck": self.lbhc.value,
             "reason": self.reason,
         }
 
@@ -62,19 +83,32 @@ class StatusReport:
     services: tuple[ServiceStatus, ...]
     nodes: tuple[NodeStatus, ...]
     fallback: Fallback | None
-    check_in_use: bool
+    lbhc_pools: int  # pools carrying lbhc's check
     kube_proxy: KubeProxyHealth
     readiness: ReadinessReview
     warnings: tuple[str, ...]
+    out_of_scope: int = 0
+    nodes_complete: bool = True  # False: a node missing from `nodes` may still exist
+
+    @property
+    def check_in_use(self) -> bool:
+        return self.lbhc_pools > 0
 
     def drain_counts(self) -> dict[str, int]:
         found = Counter(n.drain.state for n in self.nodes)
         return {state.value: found.get(state, 0) for state in DrainState}
 
+    def coverage_counts(self) -> dict[str, int]:
+        found = Counter(s.coverage for s in self.services)
+        return {kind.value: found.get(kind, 0) for kind in Coverage}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "healthCheck": self.health_check,
             "checkInUse": self.check_in_use,
+            "lbhcPools": self.lbhc_pools,
+            "coverageCounts": self.coverage_counts(),
+            "outOfScope": self.out_of_scope,
             "fallback": self.fallback.to_json() if self.fallback else None,
             "drainCounts": self.drain_counts(),
             "kubeProxyHealth": self.kube_proxy.to_json(),
@@ -88,12 +122,15 @@ class StatusReport:
 def assess(
     cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig, plan: Plan
 ) -> StatusReport:
+    """`cloud` is what to judge from: as read (`lbhc status`), or as it is after the plan's
+    changes that were carried out (the controller, planner/applied.py)."""
     _, name = shared_name(cluster, config)
     url = http_health_check_url(config.project, name)
-    pending = {c.name for c in plan.changes if c.action is Action.ATTACH}
-    detaching = {c.name for c in plan.changes if c.action is Action.DETACH}
-    attached = {p.name for p in cloud.target_pools if carries(p, url)}
-    check_in_use = plan.fallback is None and bool(attached - detaching)
+    pools = {pool.name: pool for pool in cloud.target_pools}
+    rules = {rule.name: rule for rule in cloud.forwarding_rules}
+    claims = match_pools(cluster.services, pools, rules, config, [])
+    coverage = coverage_by_pool(claims, cloud, url, cluster.cloud_provider_uid, config)
+    views = pool_drain_views(claims, coverage, config)
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     facts = facts_by_node(cluster, config, pods)
@@ -104,67 +141,98 @@ def assess(
         NodeStatus(
             node.name,
             facts[node.name],
-            node_drain(node, facts[node.name], check_in_use),
+            node_drain(node, facts[node.name], views if can_receive_lb_traffic(node) else ()),
             pod_states.get(node.name, ""),
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)
     )
+    services = _ServiceJudge(cloud, config, plan, claims, coverage, url)
     return StatusReport(
         health_check=name,
-        services=_services(cluster, cloud, config, plan, attached, pending),
+        services=tuple(
+            services.status(s)
+            for s in sorted(cluster.services, key=lambda s: s.key)
+            if is_load_balancer(s)
+        ),
         nodes=nodes,
         fallback=plan.fallback,
-        check_in_use=check_in_use,
+        lbhc_pools=sum(1 for p in cloud.target_pools if carries(p, url)),
         kube_proxy=health,
         readiness=review_readiness(cluster, facts, config),
         warnings=plan.warnings,
+        out_of_scope=plan.out_of_scope,
+        nodes_complete=cluster.versions_complete,
     )
 
 
-def _services(
-    cluster: ClusterSnapshot,
-    cloud: CloudSnapshot,
-    config: PlannerConfig,
-    plan: Plan,
-    attached: set[str],
-    pending: set[str],
-) -> tuple[ServiceStatus, ...]:
-    pools = {pool.name: pool for pool in cloud.target_pools}
-    rules = {rule.name: rule for rule in cloud.forwarding_rules}
-    claims = {
-        claim.service.key: claim
-        for claim in match_pools(cluster.services, pools, rules, config, []).values()
-    }
-    found: list[ServiceStatus] = []
-    for service in sorted(cluster.services, key=lambda s: s.key):
-        if not is_load_balancer(service):
-            continue
+class _ServiceJudge:
+    """One Service's line: its pool's coverage, and lbhc's part in it, with the reason."""
+
+    def __init__(
+        self,
+        cloud: CloudSnapshot,
+        config: PlannerConfig,
+        plan: Plan,
+        claims: Mapping[str, PoolClaim],
+        coverage: Mapping[str, PoolCoverage],
+        url: str,
+    ) -> None:
+        self._config, self._plan, self._coverage = config, plan, coverage
+        self._claims = {claim.service.key: claim for claim in claims.values()}
+        self._pending = {c.name for c in plan.changes if c.action is Action.ATTACH}
+        self._ledger = read_ledger(cloud.health_check)
+        self._url = url
+
+    def status(self, service: Service) -> ServiceStatus:
         policy = service.spec.external_traffic_policy
-        claim = claims.get(service.key)
+        claim = self._claims.get(service.key)
         if claim is None:
-            found.append(
-                ServiceStatus(
-                    service.key,
-                    policy,
-                    "",
-                    "not-applicable",
-                    "no target pool of its own (not provisioned yet, or not a target-pool LB)",
-                )
+            why = "no target pool (a backend-service or internal load balancer, or not made yet)"
+            return ServiceStatus(
+                service.key, policy, "", Coverage.NO_POOL, "", LbhcCheckState.NOT_APPLICABLE, why
             )
-            continue
+        pool, cover = claim.pool.name, self._coverage[claim.pool.name]
+        state, why = self._judge(claim, cover)
+        return ServiceStatus(service.key, policy, pool, cover.kind, cover.check_name, state, why)
+
+    def _judge(self, claim: PoolClaim, cover: PoolCoverage) -> tuple[LbhcCheckState, str]:
         pool = claim.pool.name
         if claim.eligible_reason is not None:
-            state = "attached" if pool in attached else "not-applicable"
-            found.append(ServiceStatus(service.key, policy, pool, state, claim.eligible_reason))
-        elif pool in attached:
-            found.append(ServiceStatus(service.key, policy, pool, "attached", "carries the check"))
-        elif pool in pending:
-            found.append(ServiceStatus(service.key, policy, pool, "pending", "attach planned"))
-        else:
-            why = (
-                f"fallback: {plan.fallback.reason}"
-                if plan.fallback
-                else "see the plan's warnings (foreign check, conflict or incomplete view)"
+            state = (
+                LbhcCheckState.ATTACHED
+                if cover.kind is Coverage.LBHC
+                else LbhcCheckState.NOT_APPLICABLE
             )
-            found.append(ServiceStatus(service.key, policy, pool, "not-attached", why))
-    return tuple(found)
+            return state, claim.eligible_reason
+        if cover.kind is Coverage.LBHC:
+            recorded = self._ledger.recorded_for(pool)
+            taken = f" (taken over from {recorded.rsplit('/', 1)[-1]})" if recorded else ""
+            return LbhcCheckState.ATTACHED, f"carries lbhc's check{taken}"
+        if pool in self._pending:
+            verb = "takes over" if cover.kind is not Coverage.NONE else "attaches its own"
+            return LbhcCheckState.PENDING, f"{describe_check(cover)}; lbhc {verb} (planned)"
+        if cover.kind is Coverage.CLOUD_PROVIDER:
+            return (
+                LbhcCheckState.NOT_NEEDED,
+                "carries the cloud provider's node check (kube-proxy /healthz), which drains "
+                "nodes being deleted",
+            )
+        if cover.kind is Coverage.EQUIVALENT:
+            return (
+                LbhcCheckState.NOT_NEEDED,
+                f"carries {cover.check_name}, an equivalent kube-proxy /healthz check",
+            )
+        if self._plan.fallback is not None:
+            return LbhcCheckState.NOT_ATTACHED, f"fallback: {self._plan.fallback.reason}"
+        if cover.kind is Coverage.OTHER_CHECK:
+            takeover = self._config.health_check_mode is HealthCheckMode.TAKEOVER
+            hint = "see the plan's warnings" if takeover else "takeover mode replaces it"
+            return (
+                LbhcCheckState.NOT_ATTACHED,
+                f"carries {describe_check(cover)}, which does not drain nodes being deleted; "
+                f"{hint}",
+            )
+        return (
+            LbhcCheckState.NOT_ATTACHED,
+            "no health check; see the plan's warnings (conflict or incomplete view)",
+        )

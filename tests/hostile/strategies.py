@@ -297,7 +297,7 @@ def planner_settings(draw: st.DrawFn) -> dict[str, Any]:
         "healthy_threshold": draw(st.integers(1, 10)),
         "unhealthy_threshold": draw(st.integers(1, 10)),
         "raise_only_timings": draw(st.booleans()),
-        "replace_foreign_health_checks": draw(st.booleans()),
+        "health_check_mode": draw(st.sampled_from(["coexist", "takeover"])),
         "load_balancer_classes": draw(st.sampled_from(["", "example.com/mine"])),
         "unknown_version_policy": draw(st.sampled_from(["fallback", "assume-supported"])),
         "fallback_policy": draw(

@@ -22,7 +22,7 @@ from hypothesis import given
 
 from lbhc.model.cloud import Firewall, FirewallAllowed, firewall_to_json, resource_path
 from lbhc.model.plan import Action, Change, Kind, Plan
-from lbhc.planner.config import HEALTH_CHECKER_RANGES
+from lbhc.planner.config import HEALTH_CHECKER_RANGES, HealthCheckMode
 from lbhc.planner.names import target_pool_name
 from lbhc.planner.planner import plan
 from tests.chaos.record import record
@@ -107,6 +107,10 @@ def assert_pool_change_allowed(change: Change, world: PlannerWorld, owned: dict[
     pool = next(p for p in world.cloud.target_pools if p.name == change.name)
     ours = resource_path(world.url)
     carries = [resource_path(u) == ours for u in pool.health_checks]
+    if change.restores:  # a give-back: only of a check the ledger recorded, onto an empty pool
+        assert change.restores == change.health_check_url or change.action is Action.DETACH
+        assert change.action is Action.DETACH or not pool.health_checks, change
+        return
     assert resource_path(change.health_check_url) == ours, change
     if change.action is Action.DETACH:
         assert any(carries), change
@@ -115,7 +119,8 @@ def assert_pool_change_allowed(change: Change, world: PlannerWorld, owned: dict[
     assert not any(carries), change
     foreign = [u for u, mine in zip(pool.health_checks, carries, strict=True) if not mine]
     if foreign:
-        assert world.config.replace_foreign_health_checks and change.replaces in foreign, change
+        takeover = world.config.health_check_mode is HealthCheckMode.TAKEOVER
+        assert takeover and change.replaces in foreign, change
 
 
 def assert_invariants(world: PlannerWorld, the_plan: Plan) -> None:

@@ -14,7 +14,7 @@ from lbhc.model.cluster import DaemonSet, HealthProbe, Node, Pod
 from lbhc.model.plan import Action
 from lbhc.planner.capabilities import Capabilities, KubeProxyFacts
 from lbhc.planner.config import DrainingGate, FallbackPolicy, ReadinessPolicy, UnknownVersionPolicy
-from lbhc.planner.drain import DrainState, marked_at, node_drain
+from lbhc.planner.drain import DrainState, PoolDrainKind, PoolDrainView, marked_at, node_drain
 from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
 from lbhc.planner.kube_proxy_health import PodHealth, kube_proxy_health
 from lbhc.planner.planner import plan
@@ -163,41 +163,44 @@ def facts(healthz: bool | None, livez: bool | None, drains: bool | None) -> Kube
 
 
 MODERN, OLD, UNSURE = facts(True, True, True), facts(True, False, False), facts(True, True, None)
+# A node in one pool carrying a kube-proxy /healthz check, or in one carrying none.
+HEALTHZ_POOL = (PoolDrainView("a1", "default/web", PoolDrainKind.HEALTHZ, "k8s-x-node", 32),)
+UNCHECKED_POOL = (PoolDrainView("a1", "default/web", PoolDrainKind.NO_CHECK),)
 
 
 @pytest.mark.parametrize(
-    ("the_node", "kp", "check_in_use", "state"),
+    ("the_node", "kp", "pools", "state"),
     [
-        (node(), MODERN, True, DrainState.SERVING),
-        (node(taints=TO_BE_DELETED), MODERN, True, DrainState.DRAINING),
+        (node(), MODERN, HEALTHZ_POOL, DrainState.SERVING),
+        (node(taints=TO_BE_DELETED), MODERN, HEALTHZ_POOL, DrainState.DRAINING),
         (
             node(taints=(("ToBeDeletedByClusterAutoscaler", "NoExecute"),)),
             MODERN,
-            True,
+            HEALTHZ_POOL,
             DrainState.DRAINING,
         ),
-        (node(deleting=True), MODERN, True, DrainState.DRAINING),
-        (node(taints=TO_BE_DELETED), OLD, True, DrainState.NOT_DRAINING),
-        (node(deleting=True), OLD, True, DrainState.NOT_DRAINING),
-        (node(taints=TO_BE_DELETED), UNSURE, True, DrainState.UNKNOWN),
-        (node(taints=TO_BE_DELETED), MODERN, False, DrainState.NOT_DRAINING),
-        (node(labels=EXCLUDE, taints=TO_BE_DELETED), MODERN, True, DrainState.EXCLUDED),
+        (node(deleting=True), MODERN, HEALTHZ_POOL, DrainState.DRAINING),
+        (node(taints=TO_BE_DELETED), OLD, HEALTHZ_POOL, DrainState.NOT_DRAINING),
+        (node(deleting=True), OLD, HEALTHZ_POOL, DrainState.NOT_DRAINING),
+        (node(taints=TO_BE_DELETED), UNSURE, HEALTHZ_POOL, DrainState.UNKNOWN),
+        (node(taints=TO_BE_DELETED), MODERN, UNCHECKED_POOL, DrainState.NOT_DRAINING),
+        (node(labels=EXCLUDE, taints=TO_BE_DELETED), MODERN, HEALTHZ_POOL, DrainState.EXCLUDED),
         (
             node(taints=(("DeletionCandidateOfClusterAutoscaler", "PreferNoSchedule"),)),
             MODERN,
-            True,
+            HEALTHZ_POOL,
             DrainState.SERVING,
         ),
         (
             node(taints=(("node.kubernetes.io/unschedulable", "NoSchedule"),)),
             MODERN,
-            True,
+            HEALTHZ_POOL,
             DrainState.SERVING,
         ),
         (
             node(taints=(("karpenter.sh/disrupted", "NoSchedule"),)),
             MODERN,
-            True,
+            HEALTHZ_POOL,
             DrainState.SERVING,
         ),
     ],
@@ -209,7 +212,7 @@ MODERN, OLD, UNSURE = facts(True, True, True), facts(True, False, False), facts(
         "too-old-to-drain",
         "too-old-deleting",
         "gate-unknown",
-        "fallback-no-check",
+        "no-check-on-its-pool",
         "excluded-wins",
         "deletion-candidate-does-not-drain",
         "unschedulable-does-not-drain",
@@ -217,9 +220,9 @@ MODERN, OLD, UNSURE = facts(True, True, True), facts(True, False, False), facts(
     ],
 )
 def test_drain_state(
-    the_node: Node, kp: KubeProxyFacts, check_in_use: bool, state: DrainState
+    the_node: Node, kp: KubeProxyFacts, pools: tuple[PoolDrainView, ...], state: DrainState
 ) -> None:
-    assert node_drain(the_node, kp, check_in_use).state is state
+    assert node_drain(the_node, kp, pools).state is state
 
 
 def test_marked_at_reads_the_autoscaler_taint_value_as_unix_seconds() -> None:
@@ -428,21 +431,27 @@ def scale_down_report() -> StatusReport:
 
 def test_status_reports_services_and_nodes_during_scale_down() -> None:
     report = scale_down_report()
-    checks = {s.service: s.check for s in report.services}
+    checks = {s.service: (s.coverage.value, s.lbhc.value) for s in report.services}
     assert checks == {
-        "default/web": "attached",
-        "default/local": "not-applicable",
-        "default/new": "pending",
+        "default/web": ("lbhc", "attached"),
+        "default/local": ("local", "not-applicable"),
+        "default/new": ("none", "pending"),
     }
+    # As read: "new" carries no check yet and the Local pool follows endpoints, so only
+    # web's pool drains b for now.
     states = {n.node: (n.drain.state, n.pod_state) for n in report.nodes}
     assert states == {
         "a": (DrainState.SERVING, "ready"),
-        "b": (DrainState.DRAINING, "expected-unready"),
+        "b": (DrainState.PARTIALLY_DRAINING, "expected-unready"),
         "c": (DrainState.EXCLUDED, "ready"),
+    }
+    assert {p.pool for p in report.nodes[1].drain.not_draining} == {
+        pool_for(LOCAL).name,
+        pool_for(service("new")).name,
     }
     assert report.nodes[1].drain.marked_at == "2026-11-22T00:18:08Z"
     assert report.kube_proxy.healthy is True
-    assert report.to_json()["drainCounts"]["draining"] == 1
+    assert report.to_json()["drainCounts"]["partially-draining"] == 1
 
 
 def test_status_in_fallback_says_a_marked_node_is_not_draining() -> None:
@@ -453,7 +462,7 @@ def test_status_in_fallback_says_a_marked_node_is_not_draining() -> None:
     assert report.fallback is not None and not report.check_in_use
     assert report.nodes[0].drain.state is DrainState.NOT_DRAINING
     (web,) = report.services
-    assert web.check == "not-attached" and web.reason.startswith("fallback:")
+    assert web.lbhc.value == "not-attached" and web.reason.startswith("fallback:")
 
 
 # ---- cases from review: hostile values, probes of leaving nodes, sidecars, grace -----------
@@ -463,7 +472,7 @@ def test_status_in_fallback_says_a_marked_node_is_not_draining() -> None:
 def test_any_taint_value_is_survived(value: str) -> None:
     tainted = node(taints=TO_BE_DELETED, taint_value=value)
     assert marked_at(tainted) == ""
-    assert node_drain(tainted, MODERN, True).state is DrainState.DRAINING
+    assert node_drain(tainted, MODERN, HEALTHZ_POOL).state is DrainState.DRAINING
 
 
 def test_a_leaving_node_that_stops_answering_probes_does_not_cause_fallback() -> None:
@@ -478,7 +487,9 @@ def test_a_leaving_node_that_stops_answering_probes_does_not_cause_fallback() ->
 
 def test_policy_never_marks_a_node_without_health_server_as_draining() -> None:
     no_server = facts(False, False, False)
-    assert node_drain(node(taints=TO_BE_DELETED), no_server, True).state is DrainState.DRAINING
+    assert (
+        node_drain(node(taints=TO_BE_DELETED), no_server, HEALTHZ_POOL).state is DrainState.DRAINING
+    )
 
 
 def with_containers(*containers: dict[str, object], image: str = "") -> dict[str, object]:

@@ -8,7 +8,7 @@ import pytest
 
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Action, Kind, Plan
-from lbhc.planner.config import PlannerConfig, UnknownVersionPolicy
+from lbhc.planner.config import HealthCheckMode, PlannerConfig, UnknownVersionPolicy
 from lbhc.planner.planner import PlanningError, plan
 from tests.builders import (
     cloud,
@@ -100,26 +100,30 @@ CASES = [
         {(Action.ATTACH, Kind.TARGET_POOL, pool_for(API).name)},
     ),
     Case(
-        "foreign check on a pool is left alone and reported",
+        "a pool with another check is left alone and reported; lbhc's pair is not kept for it",
         cluster(services=(WEB,)),
         cloud(
             check=our_check(),
             firewall=our_firewall(),
             pools=(pool_for(WEB, health_checks=(FOREIGN_URL,)),),
         ),
-        set(),
-        warning="does not own",
+        # Nothing needs lbhc's check any more: the pair is collected, check first.
+        {(Action.DELETE, Kind.HTTP_HEALTH_CHECK, NAME), (Action.DELETE, Kind.FIREWALL, NAME)},
+        warning="does not probe kube-proxy's /healthz",
     ),
     Case(
-        "foreign check replaced only when allowed",
+        "takeover replaces it, after recording it in the ledger (an update of our check)",
         cluster(services=(WEB,)),
         cloud(
             check=our_check(),
             firewall=our_firewall(),
             pools=(pool_for(WEB, health_checks=(FOREIGN_URL,)),),
         ),
-        {(Action.ATTACH, Kind.TARGET_POOL, pool_for(WEB).name)},
-        config=config(replace_foreign_health_checks=True),
+        {
+            (Action.UPDATE, Kind.HTTP_HEALTH_CHECK, NAME),
+            (Action.ATTACH, Kind.TARGET_POOL, pool_for(WEB).name),
+        },
+        config=config(health_check_mode=HealthCheckMode.TAKEOVER),
     ),
     Case(
         "Service without a pool yet: nothing to do and nothing created",

@@ -1,0 +1,53 @@
+"""Takeover bookkeeping: which ledger entries are still needed, and how many new ones fit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lbhc.model.cloud import CloudSnapshot
+from lbhc.planner.claims import carries
+from lbhc.planner.ledger import MAX_DESCRIPTION, TakeoverLedger
+from lbhc.planner.shared import ownership_description
+
+
+def ledger_still_needed(
+    ledger: TakeoverLedger, cloud: CloudSnapshot, check_url: str
+) -> TakeoverLedger:
+    """Entries stay while their pool carries lbhc's check or none (a give-back may still be
+    due); once it carries anything else, or is gone, the record has served, and so has one
+    whose check no longer exists (nothing to give back). Only a complete listing can prove
+    a pool or a check gone."""
+    if not ledger or not cloud.complete:
+        return ledger
+    pending = [
+        pool.name
+        for pool in cloud.target_pools
+        if not pool.health_checks or carries(pool, check_url)
+    ]
+    kept = ledger.restricted_to(pending)
+    return TakeoverLedger(
+        {code: check for code, check in kept.entries.items() if not cloud.check_gone(check)}
+    )
+
+
+def fit_ledger(
+    cluster_id: str,
+    ledger: TakeoverLedger,
+    takeovers: Mapping[str, str],
+    warnings: list[str],
+) -> tuple[TakeoverLedger, set[str]]:
+    """The ledger with this pass's takeovers recorded, as many as fit in the description;
+    (ledger, pools whose takeover must wait). A pool is never taken over unrecorded."""
+    accepted = dict(takeovers)
+    while True:
+        recorded = ledger.with_records(accepted)
+        if len(ownership_description(cluster_id, recorded)) <= MAX_DESCRIPTION or not accepted:
+            break
+        del accepted[max(accepted)]
+    refused = set(takeovers) - set(accepted)
+    if refused:
+        warnings.append(
+            f"takeover: the ledger in lbhc's check description is full ({len(recorded)} pools "
+            f"recorded); {len(refused)} pool(s) keep their current check"
+        )
+    return recorded, refused

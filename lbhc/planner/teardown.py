@@ -1,0 +1,87 @@
+"""`lbhc teardown`: everything lbhc made in a region, undone in the safe order, from GCE alone
+(an uninstall may come after the cluster is gone): lbhc's check off every pool carrying it,
+each check lbhc replaced put back (from the ledger in lbhc's check), then lbhc's check, then
+its firewall."""
+
+from __future__ import annotations
+
+from lbhc.model.cloud import COMPUTE_URL_PREFIX, CloudSnapshot, resource_path
+from lbhc.model.plan import Action, Change, FieldChange, Kind, Plan
+from lbhc.planner.claims import carries
+from lbhc.planner.shared import is_owned, read_ledger
+
+
+def plan_teardown(cloud: CloudSnapshot, name: str, cluster_id: str, check_url: str) -> Plan:
+    warnings: list[str] = []
+    check_owned = cloud.health_check is not None and is_owned(
+        cloud.health_check.description, cluster_id
+    )
+    firewall_owned = cloud.firewall is not None and is_owned(cloud.firewall.description, cluster_id)
+    for kind, resource, owned in (
+        (Kind.HTTP_HEALTH_CHECK, cloud.health_check, check_owned),
+        (Kind.FIREWALL, cloud.firewall, firewall_owned),
+    ):
+        if resource is not None and not owned:
+            warnings.append(f"{kind} {name} is not lbhc's (cluster {cluster_id}): left alone")
+    ledger = read_ledger(cloud.health_check if check_owned else None)
+
+    pool_changes: list[Change] = []
+    for pool in sorted(cloud.target_pools, key=lambda p: p.name):
+        recorded = ledger.recorded_for(pool.name)
+        give_back = COMPUTE_URL_PREFIX + resource_path(recorded) if recorded else ""
+        if give_back and cloud.check_gone(give_back):
+            warnings.append(
+                f"target pool {pool.name}: {give_back.rsplit('/', 1)[-1]}, which lbhc replaced, "
+                "no longer exists; the pool is left with no health check"
+            )
+            give_back = ""
+        if check_owned and carries(pool, check_url):
+            pool_changes.append(_detach(pool.name, pool.health_checks, check_url, give_back))
+        elif give_back and not pool.health_checks:  # cut between remove and add
+            pool_changes.append(_give_back(pool.name, give_back))
+
+    deletes: list[Change] = []
+    if check_owned:
+        deletes.append(Change(Action.DELETE, Kind.HTTP_HEALTH_CHECK, name, "teardown"))
+    if firewall_owned:
+        deletes.append(
+            Change(Action.DELETE, Kind.FIREWALL, name, "teardown; deleted after the check")
+        )
+    if cloud.gaps:
+        # Unlisted pools may hold lbhc's check or a give-back the ledger alone remembers:
+        # deleting the check (and with it the ledger) must wait for a complete listing.
+        warnings.append(
+            f"incomplete view ({'; '.join(cloud.gaps)}): the check and firewall are kept "
+            "until a complete read; run teardown again"
+        )
+        return Plan(name, tuple(pool_changes), None, tuple(warnings), tuple(deletes))
+    return Plan(name, tuple(pool_changes + deletes), None, tuple(warnings))
+
+
+def _detach(pool: str, carried: tuple[str, ...], url: str, give_back: str) -> Change:
+    remaining = [u for u in carried if resource_path(u) != resource_path(url)]
+    reason = "teardown"
+    if give_back:
+        remaining.append(give_back)
+        reason = f"teardown; giving back {give_back.rsplit('/', 1)[-1]}, which lbhc replaced"
+    return Change(
+        Action.DETACH,
+        Kind.TARGET_POOL,
+        pool,
+        reason,
+        {"healthChecks": FieldChange(list(carried), remaining)},
+        health_check_url=url,
+        restores=give_back,
+    )
+
+
+def _give_back(pool: str, url: str) -> Change:
+    return Change(
+        Action.ATTACH,
+        Kind.TARGET_POOL,
+        pool,
+        f"teardown; giving back {url.rsplit('/', 1)[-1]}, which lbhc replaced",
+        {"healthChecks": FieldChange([], [url])},
+        health_check_url=url,
+        restores=url,
+    )

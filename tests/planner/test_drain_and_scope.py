@@ -1,0 +1,205 @@
+"""Drain state per node from the checks the pools holding it really carry (whoever owns them),
+the drain bound from those checks' own timings, and the wrong-scope guard."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from lbhc.model.cloud import HttpHealthCheck
+from lbhc.model.cluster import Node, Pod, Service
+from lbhc.model.plan import Action
+from lbhc.planner.drain import DrainState
+from lbhc.planner.planner import plan
+from lbhc.planner.status import assess
+from tests.builders import (
+    TO_BE_DELETED,
+    check_url,
+    cloud,
+    cloud_provider_check,
+    cluster,
+    config,
+    kube_proxy_pod,
+    legacy_check,
+    node,
+    our_check,
+    our_firewall,
+    pool_for,
+    rule_for,
+    service,
+)
+
+CP = cloud_provider_check()
+SLOW_CP = cloud_provider_check(check_interval_sec=10, unhealthy_threshold=5)
+OTHER_PORT = legacy_check("app-check", port=8080, request_path="/")
+WEB, API, LEGACY = service("web"), service("api"), service("legacy")
+LOCAL = service("local", policy="Local")
+MODERN = "registry.k8s.io/kube-proxy:v1.31.4"
+TAINTED = node("victim", taints=TO_BE_DELETED, taint_value="1795306688")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    services: tuple[Service, ...]
+    pools: tuple[object, ...]
+    state: DrainState
+    bound: int | None = None
+    not_draining: tuple[Service, ...] = ()  # whose pools are named as not draining it
+    victim: Node = TAINTED
+    image: str = MODERN
+    checks: tuple[HttpHealthCheck, ...] = (CP, OTHER_PORT)  # the project's, as listed
+
+
+def on(svc: Service, *checks: object) -> object:
+    return pool_for(svc, health_checks=tuple(c.self_link for c in checks))  # type: ignore[attr-defined]
+
+
+CASES = [
+    Case(
+        "in one pool with the cloud provider's check",
+        (WEB,),
+        (on(WEB, CP),),
+        DrainState.DRAINING,
+        32,
+    ),
+    Case(
+        "the bound comes from the attached check's own timings",
+        (WEB,),
+        (on(WEB, SLOW_CP),),
+        DrainState.DRAINING,
+        60,
+        checks=(SLOW_CP,),
+    ),
+    Case(
+        "lbhc's check and the cloud provider's drain alike",
+        (WEB, API),
+        (on(WEB, CP), on(API, our_check())),
+        DrainState.DRAINING,
+        32,
+        checks=(CP, our_check()),
+    ),
+    Case(
+        "a legacy pool without a check keeps sending it traffic: partially",
+        (WEB, LEGACY),
+        (on(WEB, CP), on(LEGACY)),
+        DrainState.PARTIALLY_DRAINING,
+        32,
+        (LEGACY,),
+    ),
+    Case(
+        "a Local pool drains it only as its endpoints go: partially",
+        (WEB, LOCAL),
+        (on(WEB, CP), pool_for(LOCAL, health_checks=(check_url("alocal"),))),
+        DrainState.PARTIALLY_DRAINING,
+        32,
+        (LOCAL,),
+    ),
+    Case(
+        "only Local pools: never a not-draining alarm",
+        (LOCAL,),
+        (pool_for(LOCAL, health_checks=(check_url("alocal"),)),),
+        DrainState.PARTIALLY_DRAINING,
+        None,
+        (LOCAL,),
+    ),
+    Case(
+        "no pool carries a kube-proxy /healthz check",
+        (LEGACY,),
+        (on(LEGACY),),
+        DrainState.NOT_DRAINING,
+        None,
+        (LEGACY,),
+    ),
+    Case(
+        "a check on another port and path does not follow node deletion",
+        (WEB,),
+        (on(WEB, OTHER_PORT),),
+        DrainState.NOT_DRAINING,
+        None,
+        (WEB,),
+    ),
+    Case(
+        "kube-proxy too old to fail /healthz",
+        (WEB,),
+        (on(WEB, CP),),
+        DrainState.NOT_DRAINING,
+        None,
+        (WEB,),
+        image="registry.k8s.io/kube-proxy:v1.27.9",
+    ),
+    Case(
+        "a cluster with no target-pool load balancer: nothing to drain, no alarm",
+        (service("rbs", annotations={"cloud.google.com/l4-rbs": "enabled"}),),
+        (),
+        DrainState.NOT_APPLICABLE,
+    ),
+    Case(
+        "excluded from load balancers",
+        (WEB,),
+        (on(WEB, CP),),
+        DrainState.EXCLUDED,
+        victim=node(
+            "victim",
+            taints=TO_BE_DELETED,
+            labels={"node.kubernetes.io/exclude-from-external-load-balancers": "true"},
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_drain_state_from_the_checks_each_pool_carries(case: Case) -> None:
+    pods: tuple[Pod, ...] = (kube_proxy_pod("victim", case.image),)
+    snapshot = cluster(services=case.services, nodes=(case.victim,), pods=pods)
+    world = cloud(pools=case.pools, checks=case.checks)  # type: ignore[arg-type]
+    report = assess(snapshot, world, config(), plan(snapshot, world, config()))
+    (victim,) = report.nodes
+    assert victim.drain.state is case.state, victim.drain.reason
+    assert victim.drain.bound_seconds == case.bound
+    named = {p.pool for p in victim.drain.not_draining}
+    assert named == {pool_for(s).name for s in case.not_draining}
+    assert victim.to_json()["drain"]["state"] == case.state.value
+
+
+def test_wrong_scope_is_said_and_nothing_is_removed() -> None:
+    """The Services have load balancers (ingress IPs) but none is in this project and region:
+    from GCE that looks like a cluster with none, which would collect lbhc's pair."""
+    svcs = (service("web", ingress_ip="198.51.100.1"), service("api", ingress_ip="198.51.100.2"))
+    world = cloud(check=our_check(), firewall=our_firewall())
+    result = plan(cluster(services=svcs), world, config(project="proj", region="europe-west1"))
+    assert result.out_of_scope == 2
+    assert any(
+        "none of the 2 LoadBalancer Service(s)" in w and "proj" in w and "europe-west1" in w
+        for w in result.warnings
+    )
+    assert not any(c.action is Action.DELETE for c in result.changes)
+    assert {c.action for c in result.withheld} == {Action.DELETE}
+
+
+@pytest.mark.parametrize(
+    "world",
+    [
+        cloud(pools=(pool_for(WEB),)),  # one pool found
+        cloud(rules=(rule_for(API, ip="198.51.100.2"),)),  # a rule with one of the IPs
+    ],
+    ids=["a-pool-found", "a-forwarding-rule-ip-found"],
+)
+def test_one_load_balancer_found_is_enough_to_trust_the_scope(world: object) -> None:
+    svcs = (service("web", ingress_ip="198.51.100.1"), service("api", ingress_ip="198.51.100.2"))
+    result = plan(cluster(services=svcs), world, config())  # type: ignore[arg-type]
+    assert result.out_of_scope == 0
+
+
+def test_backend_service_and_internal_lbs_are_not_expected_to_have_pools() -> None:
+    svcs = (
+        service("rbs", annotations={"cloud.google.com/l4-rbs": "enabled"}, ingress_ip="1.2.3.4"),
+        service(
+            "ilb",
+            annotations={"networking.gke.io/load-balancer-type": "Internal"},
+            ingress_ip="10.0.0.5",
+        ),
+        service("class", lb_class="networking.gke.io/l4-regional-external", ingress_ip="1.2.3.5"),
+    )
+    assert plan(cluster(services=svcs), cloud(), config()).out_of_scope == 0
