@@ -132,7 +132,8 @@ def test_apply_then_plan_shows_no_changes(
     assert code == 0 and "No changes." in out
     reads = [e for e in compute.fake.journal]
     assert all(not e.mutating for e in reads)
-    assert len(reads) == 4  # get check, get firewall, one page of pools, one of rules
+    # get check, get firewall, one page of checks (coverage), one of pools, one of rules
+    assert len(reads) == 5
 
 
 def test_fallback_shows_in_plan_and_names_the_node(

@@ -6,6 +6,8 @@ from __future__ import annotations
 # method (as named in lbhc.gce.client) -> permissions it needs
 PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     "get_http_health_check": ("compute.httpHealthChecks.get",),
+    # Coverage: which check each pool carries, whoever made it.
+    "list_http_health_checks": ("compute.httpHealthChecks.list",),
     "insert_http_health_check": ("compute.httpHealthChecks.create",),
     "update_http_health_check": ("compute.httpHealthChecks.update",),
     "delete_http_health_check": ("compute.httpHealthChecks.delete",),

@@ -1,7 +1,7 @@
 """KubeApi: the one module that talks to the Kubernetes API; KubeReader reads through it.
 
 Lists are requested raw (`_preload_content=False`) and decoded straight into lbhc's
-projections: the client's own models cost ~10x the memory and 4x the time (reference.md 5).
+projections: the client's own models cost ~10x the memory and 4x the time (docs/benchmarks.md, 4).
 Every request has a client-side timeout so a half-open connection cannot hang a reconcile.
 """
 
@@ -29,7 +29,7 @@ from lbhc.kube.decode import (
     decode_page,
     describe_validation_error,
 )
-from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Namespace
+from lbhc.model.cluster import ClusterSnapshot, ConfigMap, DaemonSet, Namespace
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 500
@@ -189,6 +189,19 @@ class KubeApi:
             self._core.read_namespace(name, _preload_content=False, _request_timeout=self._timeout)
         )
 
+    def read_config_map(self, namespace: str, name: str) -> bytes | None:
+        """None when it does not exist."""
+        try:
+            return _data(
+                self._core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False, _request_timeout=self._timeout
+                )
+            )
+        except Exception as exc:
+            if status_of(exc) == 404:
+                return None
+            raise
+
     def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             return self._raw("GET", f"{_LEASES}/namespaces/{namespace}/leases/{name}")
@@ -289,6 +302,7 @@ class KubeReader:
             versions_complete=nodes_complete and pods_complete,
             kube_proxy_daemonsets=self._daemonsets(),
             observed_at=time.time(),
+            cloud_provider_uid=cloud_provider_uid_or_none(self._api),
         )
 
     def _daemonsets(self) -> tuple[DaemonSet, ...]:
@@ -381,6 +395,37 @@ def read_kube_system_uid(api: KubeApi) -> str | None:
             f"cannot read namespace kube-system to derive the cluster id ({describe(exc)}): "
             "allow `get` on namespaces, or set --cluster-id"
         ) from exc
+
+
+# The cloud provider's cluster uid (kubernetes/cloud-provider-gcp providers/gce/
+# gce_clusterid.go: UIDConfigMapName, UIDNamespace, UIDCluster): its node check is
+# k8s-<uid>-node.
+INGRESS_UID_NAMESPACE, INGRESS_UID_NAME, INGRESS_UID_KEY = "kube-system", "ingress-uid", "uid"
+
+
+def read_cloud_provider_uid(api: KubeApi) -> str | None:
+    """None when the ConfigMap is absent (no GCE cloud provider runs); raises when it cannot
+    be read."""
+    raw = api.read_config_map(INGRESS_UID_NAMESPACE, INGRESS_UID_NAME)
+    if raw is None:
+        return None
+    return ConfigMap.model_validate_json(raw).data.get(INGRESS_UID_KEY) or None
+
+
+def cloud_provider_uid_or_none(api: KubeApi) -> str | None:
+    """Unreadable is not fatal: lbhc then recognises the cloud provider's node check only as
+    an equivalent /healthz check, which is no less safe, so the failure is logged."""
+    try:
+        return read_cloud_provider_uid(api)
+    except Exception as exc:
+        log.warning(
+            "cannot read ConfigMap %s/%s (%s): the cloud provider's node check is shown as an "
+            "equivalent check; allow `get` on it (deploy/base/rbac.yaml)",
+            INGRESS_UID_NAMESPACE,
+            INGRESS_UID_NAME,
+            describe(exc),
+        )
+        return None
 
 
 def _data(response: Any) -> bytes:

@@ -9,8 +9,17 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from lbhc.kube.client import INGRESS_UID_KEY, INGRESS_UID_NAME, INGRESS_UID_NAMESPACE
 from lbhc.kube.decode import PROJECTIONS, describe_validation_error, object_label
-from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Namespace, Node, Pod, Service
+from lbhc.model.cluster import (
+    ClusterSnapshot,
+    ConfigMap,
+    DaemonSet,
+    Namespace,
+    Node,
+    Pod,
+    Service,
+)
 
 EXPECTED = (
     "a v1 List as printed by `kubectl get nodes,services,pods,daemonsets,namespaces -A -o json`"
@@ -42,12 +51,17 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
     pods: list[Pod] = []
     daemonsets: list[DaemonSet] = []
     kube_system_uid: str | None = None
+    cloud_provider_uid: str | None = None
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise SnapshotFileError(f"cluster snapshot {source}: item {index} is not an object")
-        projection = PROJECTIONS.get(str(item.get("kind", "")))
+        kind = str(item.get("kind", ""))
+        if kind == "ConfigMap":
+            cloud_provider_uid = _ingress_uid(item) or cloud_provider_uid
+            continue
+        projection = PROJECTIONS.get(kind)
         if projection is None:
-            continue  # other kinds (ConfigMaps, Events...) are irrelevant, not an error
+            continue  # other kinds (Events, other ConfigMaps...) are irrelevant, not an error
         try:
             obj = projection.model_validate(item)
         except ValidationError as exc:
@@ -74,7 +88,20 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
         kube_system_uid,
         (gap,),
         kube_proxy_daemonsets=tuple(daemonsets),
+        cloud_provider_uid=cloud_provider_uid,
     )
+
+
+def _ingress_uid(item: dict[str, Any]) -> str | None:
+    """ConfigMap kube-system/ingress-uid, if that is what this is and it is well formed."""
+    try:
+        config_map = ConfigMap.model_validate(item)
+    except ValidationError:
+        return None
+    meta = config_map.metadata
+    if (meta.namespace, meta.name) != (INGRESS_UID_NAMESPACE, INGRESS_UID_NAME):
+        return None
+    return config_map.data.get(INGRESS_UID_KEY) or None
 
 
 def _load(text: str, source: str) -> Any:

@@ -18,6 +18,7 @@ from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import load_settings
+from tests.builders import CLOUD_PROVIDER_UID
 from tests.kube import conftest as kube_builders
 
 PROJECT, REGION = "proj", "us-central1"
@@ -123,6 +124,15 @@ def world(operation_latency: float = 0.0) -> Iterator[World]:
         }
     )
     kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lbhc-system"}})
+    # What the GCE cloud provider keeps on every cluster it runs (gce_clusterid.go).
+    kube.upsert(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ingress-uid", "namespace": "kube-system"},
+            "data": {"uid": CLOUD_PROVIDER_UID, "provider-uid": CLOUD_PROVIDER_UID},
+        }
+    )
     for i in range(3):
         kube.upsert(node_obj(f"node-{i}"))
     with ComputeFakeServer(compute) as compute_server, KubeFakeServer(kube) as kube_server:

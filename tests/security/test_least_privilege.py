@@ -66,6 +66,7 @@ def _calls() -> dict[str, Callable[[Gce], object]]:
         "update_firewall": lambda g: g.client.update_firewall(replace(firewall, priority=999)),
         "insert_http_health_check": lambda g: g.client.insert_http_health_check(check),
         "get_http_health_check": lambda g: g.client.get_http_health_check(check.name),
+        "list_http_health_checks": lambda g: g.client.list_http_health_checks(),
         "update_http_health_check": lambda g: g.client.update_http_health_check(
             replace(check, check_interval_sec=10)
         ),
@@ -85,6 +86,7 @@ CALLS = _calls()
 COMPOSITE = {
     "read_snapshot": (
         "get_http_health_check",
+        "list_http_health_checks",
         "get_firewall",
         "list_target_pools",
         "list_forwarding_rules",
@@ -278,6 +280,13 @@ FORBIDDEN_RESOURCES = {
     "subjectaccessreviews", "certificatesigningrequests", "persistentvolumes",
 }  # fmt: skip
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate", "approve", "sign", "deletecollection"}
+# The one ConfigMap lbhc reads: the cloud provider's cluster uid (its node check's name).
+INGRESS_UID_RULE = {
+    "apiGroups": [""],
+    "resources": ["configmaps"],
+    "resourceNames": ["ingress-uid"],
+    "verbs": ["get"],
+}
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -293,6 +302,8 @@ def test_no_overlay_grants_wildcards_secrets_or_escalation(overlay: str) -> None
                 assert "nonResourceURLs" not in rule
                 for key in ("apiGroups", "resources", "verbs", "resourceNames"):
                     assert "*" not in rule.get(key, []), (doc["metadata"]["name"], rule)
+                if rule == INGRESS_UID_RULE and doc["metadata"].get("namespace") == "kube-system":
+                    continue  # one named, non-secret ConfigMap, read only
                 assert not FORBIDDEN_RESOURCES & set(rule["resources"]), rule
                 assert not FORBIDDEN_VERBS & set(rule["verbs"]), rule
         else:
