@@ -7,13 +7,16 @@ def user_message(exc: BaseException) -> str | None:
     from google.api_core import exceptions as core
     from google.auth import exceptions as auth
 
+    from lbhc.cli.teardown import TeardownError
     from lbhc.gce.errors import describe
     from lbhc.kube.client import KubeReadError
     from lbhc.kube.snapshot_file import SnapshotFileError
     from lbhc.planner.planner import PlanningError
     from lbhc.settings import SettingsError
 
-    if isinstance(exc, SettingsError | SnapshotFileError | PlanningError | KubeReadError):
+    if isinstance(
+        exc, SettingsError | SnapshotFileError | PlanningError | KubeReadError | TeardownError
+    ):
         return str(exc)
     if isinstance(exc, auth.DefaultCredentialsError):
         return (

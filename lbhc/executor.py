@@ -14,6 +14,7 @@ from typing import Protocol
 from lbhc.gce.errors import describe, is_already_exists, is_in_use, is_not_found, is_not_found_in
 from lbhc.model.cloud import Firewall, HttpHealthCheck
 from lbhc.model.plan import Action, Change, Kind, Plan
+from lbhc.planner.shared import owner_of
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +77,24 @@ class Executor:
             outcome = self._run(change, self._ensure)
             outcomes.append(outcome)
             shared_ok = shared_ok and outcome.status is Status.DONE
+        # A give-back (a recorded check put back on a pool) needs nothing of lbhc's; every
+        # other attach needs the firewall and the check in place, and a takeover needs the
+        # ledger entry written by the check's update first.
+        gives_back = [c for c in by_phase["attach"] if c.restores]
+        attaches = [c for c in by_phase["attach"] if not c.restores]
         if shared_ok:
-            outcomes.extend(self._concurrently(by_phase["attach"], self._attach))
+            outcomes.extend(self._concurrently(attaches, self._attach))
         else:
             why = "the shared health check or firewall is not in place"
-            outcomes.extend(Outcome(c, Status.SKIPPED, why) for c in by_phase["attach"])
+            outcomes.extend(Outcome(c, Status.SKIPPED, why) for c in attaches)
+        given = self._concurrently(gives_back, self._attach)
+        outcomes.extend(given)
 
         detaches = self._concurrently(by_phase["detach"], self._detach)
         outcomes.extend(detaches)
-        removable = all(o.status is Status.DONE for o in detaches)
+        # The check's description holds the takeover ledger: it goes only once every check
+        # it records is back where it was.
+        removable = all(o.status is Status.DONE for o in (*detaches, *given))
         for change in by_phase["delete"]:  # check first, then firewall
             if not removable:
                 outcomes.append(Outcome(change, Status.SKIPPED, "waits for an earlier step"))
@@ -138,7 +148,7 @@ class Executor:
         else:
             raise ValueError(f"{change.action} {change.kind} {change.name} carries no resource")
         if change.action is Action.CREATE:
-            return self._insert(change, insert, get, desired.description)
+            return self._insert(change, insert, get, owner_of(desired.description))
         update()
         return Outcome(change, Status.DONE)
 
@@ -147,10 +157,12 @@ class Executor:
         change: Change,
         insert: Callable[[], None],
         get: Callable[[], HttpHealthCheck | Firewall | None],
-        description: str,
+        owner: str | None,
     ) -> Outcome:
         """alreadyExists is success only if what exists is ours (a retried insert that had
-        landed, or a concurrent replica); anything else is a conflict."""
+        landed, or a concurrent replica); anything else is a conflict. Ours by the owner mark,
+        not the whole description: a replica's may differ in its takeover ledger, which the
+        next pass reconciles."""
         try:
             insert()
         except Exception as exc:
@@ -167,7 +179,7 @@ class Executor:
                     "an insert of that name is still in progress elsewhere (alreadyExists, "
                     "not yet readable); retried",
                 )
-            if existing.description != description:
+            if owner is None or owner_of(existing.description) != owner:
                 return Outcome(
                     change, Status.FAILED, "a resource of that name exists and is not ours"
                 )
@@ -208,7 +220,21 @@ class Executor:
             if is_not_found(exc):  # the pool is gone, and our check with it
                 return Outcome(change, Status.DONE, "target pool no longer exists")
             raise
+        if change.restores:
+            return self._give_back_after_detach(change)
         return Outcome(change, Status.DONE)
+
+    def _give_back_after_detach(self, change: Change) -> Outcome:
+        """Put the recorded check back. If it cannot go on, lbhc's goes back on rather than
+        leave the pool unchecked; the ledger keeps the record for the next try."""
+        try:
+            self._gce.add_health_check(change.name, change.restores)
+        except Exception as exc:
+            if is_not_found_in(exc, "targetPools"):
+                return Outcome(change, Status.DONE, "target pool no longer exists")
+            self._gce.add_health_check(change.name, change.health_check_url)
+            return Outcome(change, Status.FAILED, f"{describe(exc)}; lbhc's check put back")
+        return Outcome(change, Status.DONE, f"gave back {change.restores.rsplit('/', 1)[-1]}")
 
     def _delete(self, change: Change) -> Outcome:
         delete = (

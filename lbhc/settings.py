@@ -8,7 +8,7 @@ import os
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import yaml
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
@@ -25,6 +25,7 @@ from lbhc.planner.config import (
     HEALTH_CHECKER_RANGES,
     DrainingGate,
     FallbackPolicy,
+    HealthCheckMode,
     PlannerConfig,
     ReadinessPolicy,
     UnknownVersionPolicy,
@@ -54,8 +55,15 @@ _CONTROL_OR_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")
 # The settings that are also flags (the rest: LBHC_* env or --config only).
 FLAG_SETTINGS = frozenset(
     {"project", "region", "network", "node_tags", "cluster_id", "gce_endpoint", "kubeconfig"}
-    | {"context"}
+    | {"context", "health_check_mode"}
 )
+# Settings that no longer exist, and what replaced them: named in the error, not "unknown".
+RETIRED_SETTINGS = {
+    "replace_foreign_health_checks": (
+        "replaced by health_check_mode: takeover, which records the check it replaces so "
+        "that it can be given back (health_check_mode: coexist leaves it)"
+    ),
+}
 
 CommaList = Annotated[list[str], NoDecode]
 
@@ -66,6 +74,7 @@ class SettingsError(ValueError):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LBHC_", extra="forbid", yaml_file=None)
+    node_tags_required: ClassVar[bool] = True
 
     # GCE
     project: str
@@ -96,7 +105,7 @@ class Settings(BaseSettings):
     healthy_threshold: int = Field(default=1, ge=1, le=10)
     unhealthy_threshold: int = Field(default=3, ge=1, le=10)
     raise_only_timings: bool = False
-    replace_foreign_health_checks: bool = False
+    health_check_mode: HealthCheckMode = HealthCheckMode.COEXIST
 
     # Which Services and nodes count
     load_balancer_classes: CommaList = Field(default_factory=list)
@@ -163,7 +172,7 @@ class Settings(BaseSettings):
     @field_validator("node_tags")
     @classmethod
     def _check_node_tags(cls, value: list[str]) -> list[str]:
-        if not value:
+        if not value and cls.node_tags_required:
             raise ValueError("expected one or more network tags, comma-separated")
         bad = [tag for tag in value if not _GCE_NAME.match(tag)]
         if bad:
@@ -301,7 +310,7 @@ class Settings(BaseSettings):
             source_ranges=HEALTH_CHECKER_RANGES,
             load_balancer_classes=tuple(self.load_balancer_classes),
             opt_out_annotation=self.opt_out_annotation,
-            replace_foreign_health_checks=self.replace_foreign_health_checks,
+            health_check_mode=self.health_check_mode,
             unknown_version_policy=self.unknown_version_policy,
             kube_proxy_namespace=self.kube_proxy_namespace,
             kube_proxy_selector=selector_pairs(self.kube_proxy_selector),
@@ -352,15 +361,34 @@ def parse_fallback_policy(value: str) -> tuple[FallbackPolicy, tuple[int, int, i
     )
 
 
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+class GceOnlySettings(Settings):
+    """For `lbhc teardown`, which deletes by name from GCE alone: node tags, which only
+    shape a firewall lbhc creates, are not needed (nor is the cluster)."""
+
+    node_tags_required: ClassVar[bool] = False
+    node_tags: CommaList = Field(default_factory=list)
+
+
+def load_settings(
+    config_file: Path | None = None, *, base: type[Settings] = Settings, **overrides: Any
+) -> Settings:
     """Flags (overrides; None means "not given") beat LBHC_* env, which beats the file."""
     given = {key: value for key, value in overrides.items() if value is not None}
+    retired = [name for name in RETIRED_SETTINGS if "LBHC_" + name.upper() in os.environ]
+    if retired:  # the environment source ignores unknown variables: say so rather than drop it
+        raise SettingsError(
+            "\n".join(
+                f"invalid settings: setting {name!r}: LBHC_{name.upper()} no longer exists: "
+                f"{RETIRED_SETTINGS[name]}"
+                for name in retired
+            )
+        )
     from_file = _read_config_file(config_file) if config_file is not None else {}
-    settings_cls: type[Settings] = Settings
+    settings_cls: type[Settings] = base
     if config_file is not None:
         settings_cls = type(
             "FileSettings",
-            (Settings,),
+            (base,),
             {
                 "model_config": SettingsConfigDict(
                     **{**Settings.model_config, "yaml_file": str(config_file)}
@@ -436,6 +464,8 @@ def _describe(
             message = f"required: pass {flag}, set {env}" + (
                 f", or add `{name}:` to {config_file}" if config_file else ", or use --config FILE"
             )
+        elif error["type"] == "extra_forbidden" and name in RETIRED_SETTINGS:
+            message = f"no longer exists: {RETIRED_SETTINGS[name]}"
         elif error["type"] == "extra_forbidden":
             close = difflib.get_close_matches(name, Settings.model_fields, n=1)
             message = f"unknown setting in {config_file or 'input'}" + (

@@ -9,7 +9,9 @@ from lbhc.gce.client import GceClient
 from lbhc.model.cloud import firewall_to_json
 from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.model.plan import Action, Plan
+from lbhc.planner.config import HealthCheckMode
 from lbhc.planner.planner import plan
+from lbhc.planner.shared import read_ledger
 from tests.builders import PROJECT, cluster, config, names, our_check, our_firewall, service
 from tests.conftest import ComputeEnv
 
@@ -155,11 +157,11 @@ def test_already_exists_foreign_is_a_failure_not_a_takeover(compute: ComputeEnv)
 
 
 def plan_replacing_a_foreign_check(compute: ComputeEnv) -> tuple[str, str, GceClient, Plan]:
-    """A pool carrying a hand-made check, and the plan that replaces it (allowed by config)."""
+    """A pool carrying a hand-made check, and the plan that takes it over (takeover mode)."""
     foreign: str = compute.fake.add_http_health_check(PROJECT, "legacy-check")["selfLink"]
     pool = compute.add_service_pool(service("web"), health_checks=(foreign,))
     gce = compute.client()
-    config_ = config(replace_foreign_health_checks=True)
+    config_ = config(health_check_mode=HealthCheckMode.TAKEOVER)
     return (
         foreign,
         pool,
@@ -173,6 +175,36 @@ def test_replacing_a_foreign_check_removes_it_first(compute: ComputeEnv) -> None
     assert Executor(gce).apply(the_plan).ok
     assert compute.pool_checks(pool) == [URL]
     assert "legacy-check" in compute.fake.http_health_checks(PROJECT)  # detached, not deleted
+    # Recorded in our check before the pool was touched: the journal shows the order.
+    ledger = read_ledger(gce.get_http_health_check(NAME))
+    assert ledger.recorded_for(pool) is not None
+    paths = [e.path for e in compute.fake.mutating_requests()]
+    first_check_write = next(i for i, p in enumerate(paths) if "httpHealthChecks" in p)
+    remove = next(i for i, p in enumerate(paths) if p.endswith("/removeHealthCheck"))
+    assert first_check_write < remove
+
+
+def test_a_give_back_that_cannot_go_on_puts_lbhcs_check_back(compute: ComputeEnv) -> None:
+    foreign, pool, gce, the_plan = plan_replacing_a_foreign_check(compute)
+    assert Executor(gce).apply(the_plan).ok
+    back = plan(cluster(services=(service("web"),)), gce.read_snapshot(NAME), config())
+    (detach,) = [c for c in back.changes if c.action is Action.DETACH]
+    assert detach.restores.endswith("/legacy-check")
+    compute.fake.faults.fail_requests(
+        times=1, status=400, reason="invalid", path_contains=f"{pool}/addHealthCheck"
+    )
+    result = Executor(gce).apply(back)
+    outcome = next(o for o in result.outcomes if o.change.action is Action.DETACH)
+    assert outcome.status is Status.FAILED and "lbhc's check put back" in outcome.detail
+    assert compute.pool_checks(pool) == [URL]
+    # The check, and the ledger in it, stays until the give-back has happened.
+    assert NAME in compute.fake.http_health_checks(PROJECT)
+    assert (
+        Executor(gce)
+        .apply(plan(cluster(services=(service("web"),)), gce.read_snapshot(NAME), config()))
+        .ok
+    )
+    assert compute.pool_checks(pool) == [foreign]
 
 
 def test_drifted_firewall_is_restored_through_a_real_update(compute: ComputeEnv) -> None:

@@ -95,7 +95,9 @@ def test_status_text_tells_draining_from_not_draining(
         if line.startswith(("node-", "old-"))
     }
     assert rows["node-1"][1:3] == ["v1.31.4", "pod-image"] and "serving" in rows["node-1"]
-    assert "draining" in rows["node-2"] and "expected-unready" in rows["node-2"]
+    # web's pool drains node-2; the Local pool only once its endpoints there are gone.
+    assert "partially-draining" in rows["node-2"] and "expected-unready" in rows["node-2"]
+    assert "Note: node node-2 is partially-draining" in out
     assert "not-draining" in rows["old-1"]
     assert "Warning: node old-1 is not-draining" in out
     assert "kube-proxy: healthy" in out
@@ -129,10 +131,13 @@ def test_status_json_with_gce_health(
     # One look cannot tell when it turned UNHEALTHY, only that it was by now.
     assert nodes["node-2"]["unhealthyInLb"]["exact"] is False
     assert nodes["node-1"]["unhealthyInLb"] is None
+    # The bound is the attached check's own: the fake's default 5 s interval x (2 + 1).
     assert nodes["node-2"]["drain"] == {
         "state": "draining",
         "reason": nodes["node-2"]["drain"]["reason"],
         "markedAt": "2026-11-22T00:18:08Z",
+        "boundSeconds": 15,
+        "poolsNotDraining": [],
     }
     # old-1 is not a member of the pool: GCE answers 400, status says so plainly.
     assert nodes["old-1"]["lbHealth"] == "not in the pool"

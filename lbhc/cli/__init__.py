@@ -1,5 +1,6 @@
 """The command line: `lbhc plan`, `lbhc apply` (one pass), `lbhc status` (what lbhc sees),
-`lbhc run` (the controller), `lbhc sandbox` and `lbhc demo` (no cloud needed)."""
+`lbhc run` (the controller), `lbhc teardown` (uninstall), `lbhc sandbox` and `lbhc demo`
+(no cloud needed)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from lbhc.cli.status import status
 
             return status(args)
+        if args.command == "teardown":
+            from lbhc.cli.teardown import teardown
+
+            return teardown(args)
         from lbhc.cli.oneshot import plan_or_apply
 
         return plan_or_apply(args)

@@ -26,6 +26,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         gce_endpoint=args.gce_endpoint,
         kubeconfig=args.kubeconfig,
         context=args.context,
+        health_check_mode=args.health_check_mode,
     )
 
 

@@ -96,6 +96,12 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     gce.add_argument(
         "--gce-endpoint", help="Compute API endpoint; plain http:// uses no credentials"
     )
+    gce.add_argument(
+        "--health-check-mode",
+        metavar="coexist|takeover",
+        help="coexist (default): leave a pool's existing check, such as the cloud provider's "
+        "k8s-<uid>-node; takeover: replace it with lbhc's, recording it to give back",
+    )
     kube = parser.add_argument_group("Kubernetes")
     kube.add_argument("--kubeconfig", help="default: in-cluster config, else ~/.kube/config")
     kube.add_argument("--context")
@@ -120,6 +126,14 @@ def _timing_flags(parser: argparse.ArgumentParser, time_scale: float, latency: f
         default=latency,
         metavar="SECONDS",
         help=f"how long each GCE operation stays PENDING/RUNNING (default {latency})",
+    )
+    parser.add_argument(
+        "--cloud-provider",
+        choices=("current", "legacy"),
+        default="current",
+        help="which GCE cloud provider made the load balancers: current (attaches its own "
+        "node check k8s-<uid>-node to the Cluster pools it creates) or legacy (no checks) "
+        "(default current)",
     )
     parser.set_defaults(log_format="text", log_level=None)
 
@@ -148,6 +162,31 @@ def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     _timing_flags(demo, time_scale=0.25, latency=0.05)
     demo.add_argument("--output", choices=("text", "json"), default="text")
+
+
+def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    teardown = sub.add_parser(
+        "teardown",
+        help="uninstall from GCE: detach lbhc's check from every pool of the region, give "
+        "back every check it replaced, delete its check and firewall (GCE access only)",
+    )
+    teardown.add_argument("--config", type=Path, help="YAML settings file")
+    gce = teardown.add_argument_group("GCE (also LBHC_* env vars or --config)")
+    gce.add_argument("--project")
+    gce.add_argument("--region", help="the region whose target pools to detach")
+    gce.add_argument(
+        "--cluster-id",
+        help="whose check to tear down; default: the one lbhc health check in the project",
+    )
+    gce.add_argument(
+        "--gce-endpoint", help="Compute API endpoint; plain http:// uses no credentials"
+    )
+    teardown.add_argument("--dry-run", action="store_true", help="show the plan, change nothing")
+    teardown.add_argument("--output", choices=("text", "json"), default="text")
+    teardown.add_argument(
+        "--log-level", default=None, choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
+    teardown.set_defaults(log_format="text")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         "marked node turned UNHEALTHY in the load balancer",
     )
 
+    _teardown_parser(sub)
     _sandbox_parsers(sub)
 
     run = sub.add_parser("run", help="the controller: keep everything converged")

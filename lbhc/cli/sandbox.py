@@ -23,6 +23,7 @@ def sandbox(args: argparse.Namespace) -> int:
                 services=args.services,
                 local_services=min(args.local_services, args.services),
                 kube_proxy_versions=tuple(args.kube_proxy_versions),
+                cloud_provider=args.cloud_provider,
             ),
             operation_latency=args.operation_latency,
             time_scale=args.time_scale,
@@ -46,7 +47,11 @@ def demo(args: argparse.Namespace) -> int:
     from lbhc.demo.scenario import DemoOptions, run_demo
 
     try:
-        options = DemoOptions(time_scale=args.time_scale, operation_latency=args.operation_latency)
+        options = DemoOptions(
+            time_scale=args.time_scale,
+            operation_latency=args.operation_latency,
+            cloud_provider=args.cloud_provider,
+        )
         summary = run_demo(options, out=None if args.output == "json" else sys.stdout)
     except ValueError as exc:
         print(f"lbhc: error: {exc}", file=sys.stderr)

@@ -18,12 +18,11 @@ from lbhc.cli.parser import EXIT_OK
 
 if TYPE_CHECKING:
     from lbhc.gce.client import GceClient
-    from lbhc.model.cloud import CloudSnapshot
     from lbhc.model.cluster import ClusterSnapshot
     from lbhc.planner.status import StatusReport
     from lbhc.settings import Settings
 
-NO_POOL = "no pool carries the check"
+NO_POOL = "no pool carries a kube-proxy /healthz check"
 NOT_IN_POOL = "not in the pool"  # the cloud provider removed it, or has not added it yet
 HTTP_BAD_REQUEST = 400
 
@@ -38,10 +37,8 @@ def status(args: argparse.Namespace) -> int:
     seen: dict[str, str] = {}
     while True:
         cluster = read_cluster(args, settings)
-        report, cloud = _assess(cluster, gce, settings)
-        lb_health = (
-            lb_health_by_node(cluster, cloud, report, gce, settings) if args.lb_health else {}
-        )
+        report = _assess(cluster, gce, settings)
+        lb_health = lb_health_by_node(cluster, report, gce, settings) if args.lb_health else {}
         track_unhealthy(lb_health, seen, first_unhealthy, time.time())
         if args.output == "json":
             print(json.dumps(status_json(report, lb_health, first_unhealthy), indent=2))
@@ -53,32 +50,29 @@ def status(args: argparse.Namespace) -> int:
         time.sleep(args.watch)
 
 
-def _assess(
-    cluster: ClusterSnapshot, gce: GceClient, settings: Settings
-) -> tuple[StatusReport, CloudSnapshot]:
+def _assess(cluster: ClusterSnapshot, gce: GceClient, settings: Settings) -> StatusReport:
     from lbhc.planner.planner import plan, shared_name
     from lbhc.planner.status import assess
 
     config = settings.planner_config()
     _, name = shared_name(cluster, config)
     cloud = gce.read_snapshot(name)
-    return assess(cluster, cloud, config, plan(cluster, cloud, config)), cloud
+    return assess(cluster, cloud, config, plan(cluster, cloud, config))
 
 
 def lb_health_by_node(
     cluster: ClusterSnapshot,
-    cloud: CloudSnapshot,
     report: StatusReport,
     gce: GceClient,
     settings: Settings,
 ) -> dict[str, str]:
-    """One getHealth per node, in the first pool (by name) that carries the check: every
-    attached pool probes the same port and path, so one is representative."""
-    from lbhc.model.cloud import http_health_check_url, instance_url
-    from lbhc.planner.pools import carries
+    """One getHealth per node, in the first pool (by name) carrying a kube-proxy /healthz
+    check, whoever owns it: every such pool probes the same port and path, so one is
+    representative."""
+    from lbhc.model.cloud import instance_url
+    from lbhc.planner.coverage import KUBE_PROXY_COVERED
 
-    url = http_health_check_url(settings.project, report.health_check)
-    pools = sorted(p.name for p in cloud.target_pools if carries(p, url))
+    pools = sorted(s.pool for s in report.services if s.pool and s.coverage in KUBE_PROXY_COVERED)
     if not pools:
         return {node.name: NO_POOL for node in cluster.nodes}
     zone = f"{settings.region}-a"
@@ -175,21 +169,45 @@ def render_status_text(
     health = report.kube_proxy
     condition = {True: "healthy", False: "UNHEALTHY", None: "unknown"}[health.healthy]
     drains = ", ".join(f"{n} {state}" for state, n in report.drain_counts().items() if n)
+    coverage = ", ".join(f"{n} {kind}" for kind, n in report.coverage_counts().items() if n)
+    fallback = f"{report.fallback.reason} ({report.fallback.effect})" if report.fallback else "no"
     lines = [
-        f"Health check {report.health_check}: "
-        + ("in use" if report.check_in_use else "not attached anywhere"),
-        f"Fallback: {report.fallback.reason if report.fallback else 'no'}",
+        f"lbhc's check {report.health_check}: "
+        + (f"on {report.lbhc_pools} pool(s)" if report.check_in_use else "on no pool"),
+        f"Coverage: {coverage or 'no LoadBalancer Services'}",
+        f"Fallback: {fallback}",
         f"kube-proxy: {condition} - {health.message.removeprefix('kube-proxy: ')}",
         f"Nodes: {drains or 'none'}",
         "",
         "SERVICES",
     ]
     lines += _table(
-        ["SERVICE", "POLICY", "TARGET POOL", "CHECK", "WHY"],
-        [[s.service, s.traffic_policy, s.pool or "-", s.check, s.reason] for s in report.services],
+        ["SERVICE", "POLICY", "TARGET POOL", "COVERAGE", "CHECK", "LBHC", "WHY"],
+        [
+            [
+                s.service,
+                s.traffic_policy,
+                s.pool or "-",
+                s.coverage.value,
+                s.check or "-",
+                s.lbhc.value,
+                s.reason,
+            ]
+            for s in report.services
+        ],
     )
     lines += ["", "NODES"]
-    headers = ["NODE", "KUBE-PROXY", "SOURCE", "HEALTHZ", "LIVEZ", "DRAINS", "DRAIN", "POD"]
+    headers = [
+        "NODE",
+        "KUBE-PROXY",
+        "SOURCE",
+        "HEALTHZ",
+        "LIVEZ",
+        "DRAINS",
+        "DRAIN",
+        "BOUND",
+        "POD",
+    ]
     if lb_health:
         headers += ["LB", "MARKED AT", "UNHEALTHY IN LB"]
     rows = []
@@ -203,6 +221,7 @@ def render_status_text(
             _yes_no(caps.serves_livez),
             _yes_no(caps.drains_when_deleted),
             node.drain.state.value,
+            f"{node.drain.bound_seconds}s" if node.drain.bound_seconds else "-",
             node.pod_state or "-",
         ]
         if lb_health:
@@ -218,6 +237,8 @@ def render_status_text(
             lines.append(
                 f"Warning: node {node.node} is {node.drain.state.value}: {node.drain.reason}"
             )
+        elif node.drain.state.value == "partially-draining":
+            lines.append(f"Note: node {node.node} is partially-draining: {node.drain.reason}")
     if report.readiness.findings:
         lines += ["", "KUBE-PROXY PROBES"]
         for finding in report.readiness.findings:

@@ -60,7 +60,7 @@ BAD_VALUES = (
     Bad("healthy_threshold", "0", "greater than or equal to 1"),
     Bad("unhealthy_threshold", "11", "less than or equal to 10"),
     Bad("raise_only_timings", "maybe", "expected true or false"),
-    Bad("replace_foreign_health_checks", "2", "expected true or false"),
+    Bad("health_check_mode", "replace", "'coexist' or 'takeover'"),
     Bad("load_balancer_classes", "example.com/a,not a class", "is not a loadBalancerClass"),
     Bad("opt_out_annotation", "not an annotation!", "expected an annotation key"),
     Bad("unknown_version_policy", "maybe", "'fallback' or 'assume-supported'"),

@@ -1,0 +1,82 @@
+"""`lbhc teardown`: what an operator runs to uninstall. GCE settings only (the cluster may be
+gone already): finds lbhc's check in the project, shows the plan, then detaches it from every
+pool of the region, gives back every check lbhc replaced, and deletes the check and its
+firewall. Safe to run again; `--dry-run` only shows the plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from lbhc.cli.parser import EXIT_ERROR, EXIT_OK
+
+if TYPE_CHECKING:
+    from lbhc.gce.client import GceClient
+    from lbhc.settings import Settings
+
+
+class TeardownError(RuntimeError):
+    """Which of lbhc's checks to tear down cannot be told (one line, names the fix)."""
+
+
+def teardown(args: argparse.Namespace) -> int:
+    from lbhc.executor import Executor
+    from lbhc.gce.client import GceClient
+    from lbhc.model.cloud import http_health_check_url
+    from lbhc.planner.teardown import plan_teardown
+    from lbhc.render import render_json, render_plan_text, render_result_text
+    from lbhc.settings import GceOnlySettings, load_settings
+
+    settings = load_settings(
+        args.config,
+        base=GceOnlySettings,
+        project=args.project,
+        region=args.region,
+        cluster_id=args.cluster_id,
+        gce_endpoint=args.gce_endpoint,
+    )
+    gce = GceClient(settings.gce_client_config(read_only=args.dry_run))
+    found = _find(gce, settings)
+    if found is None:
+        message = (
+            f"Nothing to tear down: no health check of lbhc's ({settings.base_name}-*) in "
+            f"project {settings.project}. If its firewall remains (a teardown cut short after "
+            "the check went), run again with --cluster-id."
+        )
+        print(json.dumps({"changes": [], "message": message}) if args.output == "json" else message)
+        return EXIT_OK
+    cluster_id, name = found
+    cloud = gce.read_snapshot(name)
+    the_plan = plan_teardown(cloud, name, cluster_id, http_health_check_url(settings.project, name))
+    if args.dry_run or not the_plan.changes:
+        print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
+        return EXIT_OK
+    if args.output != "json":
+        print(render_plan_text(the_plan), flush=True)
+        print()
+    result = Executor(gce, settings.max_concurrent_pool_calls).apply(the_plan)
+    print(render_json(the_plan, result) if args.output == "json" else render_result_text(result))
+    return EXIT_OK if result.ok else EXIT_ERROR
+
+
+def _find(gce: GceClient, settings: Settings) -> tuple[str, str] | None:
+    """(cluster id, name) of lbhc's check: by --cluster-id, else the one lbhc owns."""
+    from lbhc.planner.names import shared_resource_name
+    from lbhc.planner.shared import owner_of
+
+    if settings.cluster_id:
+        return settings.cluster_id, shared_resource_name(settings.base_name, settings.cluster_id)
+    prefix = f"{settings.base_name}-"
+    owned = sorted(
+        (owner, check.name)
+        for check in gce.list_http_health_checks()
+        if check.name.startswith(prefix) and (owner := owner_of(check.description))
+    )
+    if len(owned) > 1:
+        listed = ", ".join(f"{name} (cluster {owner})" for owner, name in owned)
+        raise TeardownError(
+            f"lbhc manages health checks for {len(owned)} clusters in project "
+            f"{settings.project}: {listed}; pass --cluster-id to say which to tear down"
+        )
+    return owned[0] if owned else None
