@@ -3,6 +3,7 @@ stopped together. Usable from a thread, so tests can run several replicas in one
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -16,6 +17,7 @@ from lbhc.controller.cache import ClusterCache
 from lbhc.controller.controller import Controller, ControllerOptions
 from lbhc.controller.events import EventRecorder, ObjectRef
 from lbhc.controller.http import health_server
+from lbhc.controller.ingress_uid import CachedIngressUid
 from lbhc.controller.leader import LeaseConfig, LeaseElector
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
@@ -28,6 +30,7 @@ from lbhc.kube.client import (
     KubeConfig,
     Resource,
     make_api_client,
+    read_cloud_provider_uid,
     read_kube_system_uid,
 )
 from lbhc.planner.config import ReadinessPolicy
@@ -188,6 +191,10 @@ class ControllerApp:
                 may_write=self.elector.may_write if self.elector else lambda: True,
                 enforcer=self._enforcer() if enforce else None,
                 prober=self.prober,
+                cloud_provider_uid=CachedIngressUid(
+                    functools.partial(read_cloud_provider_uid, self.api),
+                    refresh_sec=self.options.resync_period,
+                ).get,
             )
             self.reflectors = [
                 Reflector(

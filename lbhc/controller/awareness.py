@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from lbhc.controller.drain_timing import DrainTimer
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
 from lbhc.planner.drain import DrainState
@@ -18,8 +19,11 @@ from lbhc.planner.status import StatusReport
 log = logging.getLogger(__name__)
 CONFLICT = 409
 
+# Warnings only for real problems: a node no pool drains, or one lbhc cannot judge. A node in
+# no target pool (not-applicable) has nothing to drain and gets no Event at all.
 _DRAIN_EVENTS = {
     DrainState.DRAINING: ("Draining", "Normal"),
+    DrainState.PARTIALLY_DRAINING: ("PartiallyDraining", "Normal"),
     DrainState.NOT_DRAINING: ("NotDraining", "Warning"),
     DrainState.UNKNOWN: ("DrainUnknown", "Warning"),
 }
@@ -35,11 +39,13 @@ class KubeProxyReporter:
         self._drain: dict[str, DrainState] = {}
         self._healthy: bool | None = None
         self._findings: set[tuple[str, str, FindingKind]] = set()
+        self._timer = DrainTimer(metrics, record)
 
     def reset(self) -> None:
         """On losing the lease: this replica stops assessing, so its gauges must not keep
         saying (and alerting on) what was true when it last did."""
         for gauge in (
+            self._metrics.pool_coverage,
             self._metrics.node_drain,
             self._metrics.kube_proxy_pods,
             self._metrics.kube_proxy_condition,
@@ -47,16 +53,22 @@ class KubeProxyReporter:
         ):
             gauge.clear()
         self._metrics.fallback_nodes.set(0)
+        self._metrics.out_of_scope.set(0)
         self._drain, self._healthy, self._findings = {}, None, set()
+        self._timer.reset()
 
     def observe(self, report: StatusReport) -> None:
         self._export(report)
         self._drain_events(report)
+        self._timer.observe(report)
         self._health_events(report)
         self._readiness_events(report)
 
     def _export(self, report: StatusReport) -> None:
         m = self._metrics
+        for kind, count in report.coverage_counts().items():
+            m.pool_coverage.labels(kind).set(count)
+        m.out_of_scope.set(report.out_of_scope)
         for state, count in report.drain_counts().items():
             m.node_drain.labels(state).set(count)
         for state, count in report.kube_proxy.counts().items():

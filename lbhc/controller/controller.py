@@ -21,15 +21,16 @@ from lbhc.controller.trigger import Trigger
 from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
-from lbhc.model.cloud import CloudSnapshot, http_health_check_url
+from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Action, Kind, Plan
+from lbhc.planner.applied import cloud_after
 from lbhc.planner.config import PlannerConfig
+from lbhc.planner.coverage import Coverage
 from lbhc.planner.kube_proxy import nodes_to_probe
 from lbhc.planner.planner import plan as make_plan
 from lbhc.planner.planner import shared_name_for
-from lbhc.planner.pools import carries
-from lbhc.planner.status import StatusReport, assess
+from lbhc.planner.status import LbhcCheckState, StatusReport, assess
 from lbhc.probe.prober import NodeProber
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class Controller:
         may_write: Callable[[], bool] = lambda: True,
         enforcer: ReadinessEnforcer | None = None,
         prober: NodeProber | None = None,
+        cloud_provider_uid: Callable[[], str | None] | None = None,
     ) -> None:
         self._config = config
         self._cache = cache
@@ -82,6 +84,7 @@ class Controller:
         self._backoff = Backoff(initial=1.0, maximum=60.0)
         self._prober = prober
         self._enforcer = enforcer
+        self._cloud_provider_uid = cloud_provider_uid
         self._reporter = KubeProxyReporter(metrics, self._record, controller_ref)
         self.last_plan: Plan | None = None
         self.last_report: StatusReport | None = None
@@ -139,6 +142,8 @@ class Controller:
         # The cluster after the cloud: a GCE read can take seconds at scale, and the plan
         # should act on the newest view of the cluster, not one as old as the read.
         cluster = self._cache.snapshot()
+        if self._cloud_provider_uid is not None:
+            cluster = dataclasses.replace(cluster, cloud_provider_uid=self._cloud_provider_uid())
         if self._prober is not None:
             cluster = self._with_probes(cluster, self._prober)
         the_plan = make_plan(cluster, cloud, self._config)
@@ -157,10 +162,12 @@ class Controller:
         else:
             result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
             self._report(result)
-        self._count_pools(cloud, name, the_plan, result)
+        # Judged from the cloud as this pass left it: its own attaches count at once.
+        done = [o.change for o in result.outcomes if o.status is Status.DONE] if result else []
+        judged = cloud_after(cloud, done)
         # After the GCE pass, so nothing here can hold back attaches and detaches. A lost
         # readiness-patch race is retried with backoff like a failed GCE change.
-        raced = not self._assess(cluster, cloud, the_plan)
+        raced = not self._assess(cluster, judged, the_plan)
         failed = (result is not None and not result.ok) or raced
         self._metrics.reconciles.labels("partial" if failed else "ok").inc()
         self._metrics.reconcile_duration.observe(time.monotonic() - started)
@@ -180,6 +187,7 @@ class Controller:
         try:
             report = assess(cluster, cloud, self._config, the_plan)
             self.last_report = report
+            self._count_pools(report, the_plan)
             self._reporter.observe(report)
             if self._enforcer is None or self._options.dry_run:
                 for patch in report.readiness.patches:
@@ -214,18 +222,17 @@ class Controller:
             versions_complete=False,
         )
 
-    def _count_pools(
-        self, cloud: CloudSnapshot, name: str, the_plan: Plan, result: ApplyResult | None
-    ) -> None:
-        url = http_health_check_url(self._config.project, name)
-        attached = sum(1 for p in cloud.target_pools if carries(p, url))
-        for outcome in result.outcomes if result else ():
-            if outcome.status is Status.DONE and outcome.change.action is Action.ATTACH:
-                attached += 1
-            elif outcome.status is Status.DONE and outcome.change.action is Action.DETACH:
-                attached -= 1
-        self._metrics.pools.labels("attached").set(attached)
-        conflicting = sum(1 for w in the_plan.warnings if "does not own" in w or "conflict" in w)
+    def _count_pools(self, report: StatusReport, the_plan: Plan) -> None:
+        """From coverage kinds, never from warning text (which holds user-chosen names):
+        pools carrying a check that is not kube-proxy's, and pools that need lbhc's check
+        while a resource not lbhc's holds its check's or firewall's name."""
+        self._metrics.pools.labels("attached").set(report.lbhc_pools)
+        blocked = {Coverage.OTHER_CHECK} | ({Coverage.NONE} if the_plan.shared_conflict else set())
+        conflicting = sum(
+            1
+            for s in report.services
+            if s.coverage in blocked and s.lbhc is LbhcCheckState.NOT_ATTACHED
+        )
         self._metrics.pools.labels("conflicting").set(conflicting)
 
     # ---- what the pass tells the cluster ------------------------------------------------
@@ -240,7 +247,7 @@ class Controller:
                 self._controller_ref,
                 "FallbackEntered",
                 "Fallback",
-                the_plan.fallback.reason,
+                f"{the_plan.fallback.reason}: {the_plan.fallback.effect}",
                 "Warning",
             )
             for node in the_plan.fallback.nodes:
@@ -249,7 +256,7 @@ class Controller:
                     "KubeProxyTooOld",
                     "Fallback",
                     f"kube-proxy {node.version} (from {node.source}) cannot serve "
-                    "/healthz: the shared health check is withdrawn cluster-wide",
+                    f"/healthz: {the_plan.fallback.effect}",
                     "Warning",
                 )
         else:

@@ -1,6 +1,7 @@
 """Leader election on a coordination.k8s.io/v1 Lease, written small and strict instead of
 using kubernetes.leaderelection, which keeps running the leader callback after losing the
-lease, judges expiry on the wall clock, and sys.exit()s on bad config (reference.md 5).
+lease, judges expiry on the wall clock, and sys.exit()s on bad config (kubernetes-client/python
+kubernetes/leaderelection/leaderelection.py).
 
 Safety rule: `may_write()` is True only until `renew_deadline` after the last successful
 renew, measured on this process's monotonic clock. Another replica may take over only after

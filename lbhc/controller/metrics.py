@@ -47,6 +47,21 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.pool_coverage = Gauge(
+            "pool_coverage",
+            "LoadBalancer Services by what their target pool carries (lbhc, cloud-provider, "
+            "equivalent, none, other-check, local, no-pool)",
+            ["coverage"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.out_of_scope = Gauge(
+            "out_of_scope_services",
+            "LoadBalancer Services with an ingress IP when none of their load balancers is in "
+            "the configured project and region (a wrong --project or --region); 0 otherwise",
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.fallback = Gauge(
             "fallback_active",
             "1 while version-skew fallback withdraws the check",
@@ -106,10 +121,25 @@ class Metrics:
         )
         self.node_drain = Gauge(
             "node_drain_state",
-            "Nodes by drain state (serving, draining, not-draining, excluded, unknown)",
+            "Nodes by drain state (serving, draining, partially-draining, not-draining, "
+            "not-applicable, excluded, unknown)",
             ["state"],
             namespace=NAMESPACE,
             registry=r,
+        )
+        self.deleted_before_drained = Counter(
+            "nodes_deleted_before_drained_total",
+            "Nodes gone before their load balancers' drain bound elapsed since they were marked "
+            "for deletion (cluster-autoscaler's --node-delete-delay-after-taint is too short)",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.drain_window = Histogram(
+            "node_drain_window_seconds",
+            "From a node's mark for deletion (taint or deletionTimestamp) until it was gone",
+            namespace=NAMESPACE,
+            registry=r,
+            buckets=(1, 5, 10, 15, 20, 25, 30, 45, 60, 120, 300, 600),
         )
         self.kube_proxy_pods = Gauge(
             "kube_proxy_pods",

@@ -4,7 +4,8 @@ connection; relist on 410 Gone; jittered backoff on errors. Objects are decoded 
 bytes straight into the planner's projections.
 
 Written here rather than using kubernetes.watch, which never advances resourceVersion with
-deserialize=False (so reconnects replay) and crashes on ERROR events (reference.md 5).
+deserialize=False (so reconnects replay) and crashes on ERROR events (kubernetes-client/python
+kubernetes/watch/watch.py).
 """
 
 from __future__ import annotations

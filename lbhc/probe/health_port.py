@@ -1,7 +1,7 @@
 """One probe of a node's kube-proxy health port: the status of /healthz and /livez, or None
 where nothing answered, and whether that was a refused connection (nothing listening) or a
 timeout (which proves nothing). Decided on the status code only, never the body
-(reference.md 1)."""
+(kubernetes pkg/proxy/healthcheck)."""
 
 from __future__ import annotations
 

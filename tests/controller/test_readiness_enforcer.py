@@ -157,9 +157,12 @@ def test_losing_the_lease_clears_what_this_replica_said() -> None:
     metrics = Metrics()
     reporter = KubeProxyReporter(metrics, lambda spec: None, ObjectRef("Lease", "lbhc"))
     reporter.observe(scale_down_report())
-    assert metrics.registry.get_sample_value("lbhc_node_drain_state", {"state": "draining"}) == 1
+    state = {"state": "partially-draining"}
+    assert metrics.registry.get_sample_value("lbhc_node_drain_state", state) == 1
+    assert metrics.registry.get_sample_value("lbhc_pool_coverage", {"coverage": "lbhc"}) == 1
     reporter.reset()
-    assert metrics.registry.get_sample_value("lbhc_node_drain_state", {"state": "draining"}) is None
+    assert metrics.registry.get_sample_value("lbhc_node_drain_state", state) is None
+    assert metrics.registry.get_sample_value("lbhc_pool_coverage", {"coverage": "lbhc"}) is None
     assert (
         metrics.registry.get_sample_value("lbhc_kube_proxy_health_condition", {"status": "False"})
         is None

@@ -1,0 +1,39 @@
+"""The cloud provider's cluster uid for the controller: read once, then again every refresh
+period (it changes only if someone recreates the ConfigMap), keeping the last value when a
+read fails so one API hiccup does not relabel every pool's check."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from lbhc.kube.client import describe
+
+log = logging.getLogger(__name__)
+
+
+class CachedIngressUid:
+    def __init__(
+        self,
+        read: Callable[[], str | None],
+        refresh_sec: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read
+        self._refresh_sec = refresh_sec
+        self._clock = clock
+        self._value: str | None = None
+        self._read_at: float | None = None
+
+    def get(self) -> str | None:
+        now = self._clock()
+        if self._read_at is not None and now - self._read_at < self._refresh_sec:
+            return self._value
+        try:
+            self._value = self._read()
+        except Exception as exc:  # keep the last value; try again next pass
+            log.warning("cannot read ConfigMap kube-system/ingress-uid (%s)", describe(exc))
+            return self._value
+        self._read_at = now
+        return self._value
