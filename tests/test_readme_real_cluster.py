@@ -61,8 +61,12 @@ def test_real_cluster_commands_run_as_written(tmp_path: Path) -> None:
                 argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
             )
             assert done.returncode == 0, f"{command}\n{done.stderr}"
-        pools = sandbox.compute.target_pools(spec.project, spec.region).values()
-        assert sum(1 for p in pools if p.get("healthChecks")) == 3  # `lbhc apply` did its job
+        pools = sandbox.compute.target_pools(spec.project, spec.region)
+        # `lbhc apply` did its job: the pool the cloud provider made without a check carries
+        # lbhc's; the others kept the cloud provider's own (or their Local one).
+        assert all(p.get("healthChecks") for p in pools.values())
+        legacy = sandbox.load_balancer_name(spec.namespace, "legacy-4")
+        assert pools[legacy]["healthChecks"][0].rsplit("/", 1)[-1].startswith("k8s-l4-healthcheck-")
 
 
 def assert_controller_starts(argv: list[str], env: dict[str, str], tmp_path: Path) -> None:

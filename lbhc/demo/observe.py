@@ -53,20 +53,43 @@ class SandboxView:
         self.check_name, self.check_url = check_name, check_url
 
     def pools(self, policy: str) -> list[str]:
+        """The target pools of `policy` Services (a backend-service LB has none)."""
+        existing = self._pool_checks()
         names = []
         for obj in self._sandbox.kube.objects("Service"):
             service = Service.model_validate(obj)
-            if service.spec.external_traffic_policy == policy:
-                names.append(target_pool_name(service.metadata.uid))
+            name = target_pool_name(service.metadata.uid)
+            if service.spec.external_traffic_policy == policy and name in existing:
+                names.append(name)
         return sorted(names)
 
-    def carrying(self) -> set[str]:
-        pools = self._sandbox.compute.target_pools(
-            self._sandbox.spec.project, self._sandbox.spec.region
-        )
-        return {
-            name for name, pool in pools.items() if self.check_url in pool.get("healthChecks", [])
-        }
+    def _pool_checks(self) -> dict[str, list[str]]:
+        spec = self._sandbox.spec
+        pools = self._sandbox.compute.target_pools(spec.project, spec.region)
+        return {name: list(pool.get("healthChecks", [])) for name, pool in pools.items()}
+
+    def carrying(self, url: str | None = None) -> set[str]:
+        """Pools carrying lbhc's check (or the check at `url`)."""
+        wanted = url or self.check_url
+        return {name for name, checks in self._pool_checks().items() if wanted in checks}
+
+    def unchecked(self, pools: list[str]) -> list[str]:
+        """Of `pools`, those carrying no check at all."""
+        checks = self._pool_checks()
+        return sorted(name for name in pools if not checks.get(name))
+
+    def kube_proxy_checked(self) -> dict[str, dict[str, Any]]:
+        """Pool -> the check it carries, for pools whose check probes kube-proxy's /healthz
+        (lbhc's or the cloud provider's): the pools that drain a node being deleted."""
+        spec = self._sandbox.spec
+        checks = self._sandbox.compute.http_health_checks(spec.project)
+        by_url = {check["selfLink"]: check for check in checks.values()}
+        found = {}
+        for name, carried in self._pool_checks().items():
+            check = by_url.get(carried[0]) if carried else None
+            if check is not None and (check["port"], check["requestPath"]) == (10256, "/healthz"):
+                found[name] = check
+        return found
 
     def shared_exists(self) -> tuple[bool, bool]:
         project = self._sandbox.spec.project

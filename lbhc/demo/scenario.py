@@ -41,8 +41,11 @@ class DemoOptions:
     time_scale: float = 0.25  # an 8 s check interval takes 2 s: real logic, faster clock
     operation_latency: float = 0.05
     nodes: int = 3
-    services: int = 4
+    # Cluster Services only: a Local pool drains a node as its endpoints go, which the
+    # sandbox has none of; other tests cover Local pools.
+    services: int = 3
     step_timeout: float = 60.0
+    cloud_provider: str = "current"  # or "legacy": the old world, with no check on any pool
 
 
 class Demo:
@@ -50,7 +53,12 @@ class Demo:
         self.options = options
         self.timeline = Timeline(out)
         self.summary = DemoSummary()
-        spec = SandboxSpec(nodes=options.nodes, services=options.services)
+        spec = SandboxSpec(
+            nodes=options.nodes,
+            services=options.services,
+            local_services=0,
+            cloud_provider=options.cloud_provider,
+        )
         self.sandbox = Sandbox(
             SandboxOptions(
                 spec=spec,
@@ -59,6 +67,7 @@ class Demo:
             )
         )
         self.app: ControllerApp | None = None
+        self.backfill: list[str] = []  # Cluster pools made without a check
         self._thread: threading.Thread | None = None
 
     # -- the run --------------------------------------------------------------------------------
@@ -73,9 +82,11 @@ class Demo:
             _, self.check_name = shared_name(read_cluster(settings), settings.planner_config())
             self.check_url = http_health_check_url(self.sandbox.spec.project, self.check_name)
             self.view = SandboxView(self.sandbox, self.gce, self.check_name, self.check_url)
+            spec = self.sandbox.spec
             say(
-                f"sandbox up: {self.sandbox.spec.nodes} nodes, {self.sandbox.spec.services} "
-                f"LoadBalancer Services; health checking time scale {self.options.time_scale}"
+                f"sandbox up ({spec.cloud_provider} cloud provider): {spec.nodes} nodes, "
+                f"{spec.service_count} LoadBalancer Services; health checking time scale "
+                f"{self.options.time_scale}"
             )
             steps: list[tuple[str, Callable[[Settings], None]]] = [
                 ("plan", self.step_plan),
@@ -134,13 +145,26 @@ class Demo:
             made == {(Action.CREATE, Kind.FIREWALL), (Action.CREATE, Kind.HTTP_HEALTH_CHECK)},
             f"expected the shared check and firewall to be created, got {made}",
         )
+        cluster_pools = self.view.pools("Cluster")
+        self.backfill = self.view.unchecked(cluster_pools)
         attached = sorted(c.name for c in the_plan.changes if c.action is Action.ATTACH)
-        check(attached == self.view.pools("Cluster"), "expected one attach per Cluster-policy pool")
-        touched = {c.name for c in the_plan.changes} & set(self.view.pools("Local"))
-        check(not touched, f"Local-policy pools must be left alone, plan touches {touched}")
+        check(attached == self.backfill, "expected one attach per Cluster pool without a check")
+        covered = sorted(set(cluster_pools) - set(self.backfill))
+        touched = {c.name for c in the_plan.changes} & set(covered)
+        check(not touched, f"pools covered by the cloud provider must be left alone: {touched}")
+        self.summary.backfilled, self.summary.covered_by_cloud_provider = (
+            len(attached),
+            len(covered),
+        )
+        also = (
+            f"; {len(covered)} Cluster pool(s) covered by the cloud provider's "
+            f"{self.sandbox.node_health_check_name} left alone"
+            if covered
+            else ""
+        )
         self.timeline.say(
-            f"plan: create firewall + check {self.check_name}, attach {len(attached)} "
-            f"Cluster pools; {len(self.view.pools('Local'))} Local pool(s) left alone"
+            f"plan: create firewall + check {self.check_name}, attach {len(attached)} Cluster "
+            f"pool(s) made without a check{also}"
         )
 
     def step_converge(self, settings: Settings) -> None:
@@ -157,18 +181,21 @@ class Demo:
         )
         self._thread.start()
         self.timeline.say("controller started (lbhc run, leader election on)")
-        cluster_pools, timeout = self.view.pools("Cluster"), self.options.step_timeout
+        backfill, timeout = self.backfill, self.options.step_timeout
         wait_until(
-            lambda: self.view.carrying() == set(cluster_pools),
+            lambda: self.view.carrying() == set(backfill),
             timeout,
-            "every Cluster pool attached",
+            "every Cluster pool without a check attached",
         )
         check(all(self.view.shared_exists()), "shared check and firewall exist")
+        draining = sorted(self.view.kube_proxy_checked())
+        check(draining == self.view.pools("Cluster"), "every Cluster pool carries a /healthz check")
         self.summary.converged = True
         self.timeline.say(
-            f"converged: check and firewall created, {len(cluster_pools)} pools attached"
+            f"converged: check and firewall created, {len(backfill)} pool(s) attached; every "
+            f"Cluster pool now carries a kube-proxy /healthz check"
         )
-        wanted = len(cluster_pools)
+        wanted = len(backfill)
 
         def attach_events() -> list[dict[str, Any]]:
             found = self.view.events("HealthCheckAttached")
@@ -181,26 +208,29 @@ class Demo:
         )
         for index in range(self.sandbox.spec.nodes):
             wait_until(
-                lambda i=index: self.view.lb_states(node_name(i), cluster_pools) == {"HEALTHY"},  # type: ignore[misc]
+                lambda i=index: self.view.lb_states(node_name(i), draining) == {"HEALTHY"},  # type: ignore[misc]
                 timeout,
                 f"{node_name(index)} HEALTHY in every pool",
             )
-        self.timeline.say("every node HEALTHY in every attached pool (GCE's emulated checker)")
+        self.timeline.say("every node HEALTHY in every pool (GCE's emulated checker)")
 
     def step_scale_down(self, settings: Settings) -> None:
-        victim, pools, timeout = node_name(1), self.view.pools("Cluster"), self.options.step_timeout
-        health_check = self.sandbox.compute.http_health_checks(self.sandbox.spec.project)[
-            self.check_name
-        ]
-        interval = health_check["checkIntervalSec"] * self.options.time_scale
-        bound = interval * (health_check["unhealthyThreshold"] + 1)
+        victim, timeout = node_name(1), self.options.step_timeout
+        checked = self.view.kube_proxy_checked()
+        pools = sorted(checked)
+        # The slowest attached check sets the bound: each pool drains at its own check's pace.
+        bound = max(
+            c["checkIntervalSec"] * self.options.time_scale * (c["unhealthyThreshold"] + 1)
+            for c in checked.values()
+        )
+        owners = sorted({c["name"] for c in checked.values()})
         tainted_at = time.monotonic()
         self.sandbox.kube.taint(victim, TAINT, str(int(time.time())), "NoSchedule")
         self.timeline.say(f"autoscaler taints {victim} {TAINT}")
         wait_until(
             lambda: self.view.lb_states(victim, pools) == {"UNHEALTHY"},
             timeout,
-            f"{victim} UNHEALTHY in every attached pool",
+            f"{victim} UNHEALTHY in every pool",
         )
         assert self.sandbox.prober is not None
         spec = self.sandbox.spec
@@ -217,9 +247,9 @@ class Demo:
         check(bool(down), "the prober recorded the UNHEALTHY transition")
         self.summary.drain_seconds, self.summary.drain_bound_seconds = down[0] - tainted_at, bound
         self.timeline.say(
-            f"{victim} UNHEALTHY in all {len(pools)} pools after {down[0] - tainted_at:.2f}s "
-            f"(bound: interval x (unhealthyThreshold + 1) = {bound:.2f}s at time scale "
-            f"{self.options.time_scale})"
+            f"{victim} UNHEALTHY in all {len(pools)} pools ({', '.join(owners)}) after "
+            f"{down[0] - tainted_at:.2f}s (bound: interval x (unhealthyThreshold + 1) = "
+            f"{bound:.2f}s at time scale {self.options.time_scale})"
         )
         check(down[0] - tainted_at <= bound, "drained within the bound")
         endpoint = self.sandbox.fleet.endpoint(victim) if self.sandbox.fleet else None
@@ -252,7 +282,7 @@ class Demo:
         return report if states.get(node_name_) is state else None
 
     def step_scale_down_aborted(self, settings: Settings) -> None:
-        victim, pools = node_name(1), self.view.pools("Cluster")
+        victim, pools = node_name(1), sorted(self.view.kube_proxy_checked())
         self.sandbox.kube.untaint(victim, TAINT)
         self.timeline.say(f"scale-down aborted: taint removed from {victim}")
         wait_until(
@@ -274,7 +304,12 @@ class Demo:
         wait_until(
             lambda: not self.view.carrying(),
             timeout,
-            "the check detached from every pool (fallback)",
+            "lbhc's check detached from every pool it covered (fallback)",
+        )
+        covered = self.view.carrying(self._cloud_provider_check_url())
+        check(
+            len(covered) == self.summary.covered_by_cloud_provider,
+            "the cloud provider's check stays on the pools it covers",
         )
         last = self.app.controller.last_plan if self.app and self.app.controller else None
         check(
@@ -286,22 +321,26 @@ class Demo:
         self.summary.fallback_entered = bool(self.view.events("FallbackEntered"))
         check(self.summary.fallback_entered, "a FallbackEntered Event")
         self.timeline.say(f"fallback: {last.fallback.reason}")  # type: ignore[union-attr]
+        if covered:
+            self.timeline.say(
+                f"lbhc's check withdrawn; the cloud provider's stays on {len(covered)} pool(s)"
+            )
         self.sandbox.kube.delete("Pod", "kube-system", f"kube-proxy-{node_name(index)}")
         self.sandbox.kube.delete("Node", None, node_name(index))
         self.timeline.say(f"node {node_name(index)} leaves")
         wait_until(
-            lambda: self.view.carrying() == set(self.view.pools("Cluster")),
+            lambda: self.view.carrying() == set(self.backfill),
             timeout,
             "the check attached again",
         )
         self.summary.fallback_left = bool(
             wait_until(lambda: self.view.events("FallbackLeft"), timeout, "a FallbackLeft Event")
         )
-        self.timeline.say("fallback left: the check is attached to every Cluster pool again")
+        self.timeline.say("fallback left: lbhc's check is back on the pools it covers")
 
     def step_clean_up(self, settings: Settings) -> None:
         before = len(self.sandbox.compute.journal)
-        cluster_pools = self.view.pools("Cluster")
+        cluster_pools = self.backfill
         for obj in self.sandbox.kube.objects("Service"):
             self.sandbox.kube.delete(
                 "Service", obj["metadata"]["namespace"], obj["metadata"]["name"]
@@ -338,6 +377,10 @@ class Demo:
             + (f", {removed_first} removed by the cloud provider first" if removed_first else "")
             + "; then the check, then the firewall deleted"
         )
+
+    def _cloud_provider_check_url(self) -> str:
+        name = self.sandbox.node_health_check_name or "none"
+        return http_health_check_url(self.sandbox.spec.project, name)
 
     def _stop_controller(self) -> None:
         if self.app is not None:

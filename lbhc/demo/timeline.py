@@ -30,6 +30,8 @@ class DemoSummary:
     fallback_left: bool = False
     gc_complete: bool = False
     gce_mutations: int = 0
+    backfilled: int = 0  # Cluster pools made without a check, given lbhc's
+    covered_by_cloud_provider: int = 0  # Cluster pools carrying its k8s-<uid>-node
     steps: list[StepResult] = field(default_factory=list)
 
     @property
@@ -49,6 +51,8 @@ class DemoSummary:
             "fallback_left": self.fallback_left,
             "gc_complete": self.gc_complete,
             "gce_mutations": self.gce_mutations,
+            "pools_backfilled": self.backfilled,
+            "pools_covered_by_cloud_provider": self.covered_by_cloud_provider,
             "steps": [step.to_json() for step in self.steps],
         }
 
@@ -76,7 +80,7 @@ class Timeline:
             lines.append(f"  {mark} {step.name:<22} {step.seconds:6.2f}s {step.error}".rstrip())
         if summary.drain_seconds is not None:
             lines.append(
-                f"  taint -> UNHEALTHY in every attached pool: {summary.drain_seconds:.2f}s "
+                f"  taint -> UNHEALTHY in every pool: {summary.drain_seconds:.2f}s "
                 f"(bound {summary.drain_bound_seconds:.2f}s)"
             )
         lines.append(f"  GCE mutations by lbhc: {summary.gce_mutations}")

@@ -17,7 +17,8 @@ from tests.e2e.world import World, poll_until, resource_key
 
 pytestmark = pytest.mark.e2e
 
-# Google's health checkers for target-pool network load balancers (reference.md, 4).
+# Google's health checkers for target-pool network load balancers (Google Cloud, "Health
+# check firewall rules": cloud.google.com/load-balancing/docs/health-checks).
 HEALTH_CHECKER_RANGES = {"35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"}
 KUBE_PROXY_HEALTH_PORT = 10256
 
@@ -156,8 +157,15 @@ def test_node_being_deleted_turns_unhealthy_in_get_health_within_the_bound_and_b
 
     status = world.lbhc("status", "--output", "json")
     assert status.code == 0, str(status)
-    drain_states = {n["node"]: n["drain"]["state"] for n in status.json()["nodes"]}
-    assert drain_states[victim] == "draining", drain_states
+    nodes = {n["node"]: n["drain"] for n in status.json()["nodes"]}
+    drain_states = {name: drain["state"] for name, drain in nodes.items()}
+    # The Cluster pool's check drains it; the Local pool's follows the node's ready endpoints
+    # (none here would be the autoscaler's eviction), so lbhc says partially and names it.
+    assert drain_states[victim] == "partially-draining", drain_states
+    assert [p["targetPool"] for p in nodes[victim]["poolsNotDraining"]] == [world.local_pool]
+    assert nodes[victim]["boundSeconds"] == check.check_interval_sec * (
+        check.unhealthy_threshold + 1
+    )
     assert all(drain_states[n] == "serving" for n in others), drain_states
 
     restored_at = world.restore(victim)

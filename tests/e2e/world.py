@@ -430,7 +430,9 @@ class FakeWorld(World):
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory)
-        spec = SandboxSpec(nodes=3, services=2, local_services=1)  # web-0 Cluster, local-1 Local
+        # web-0 Cluster, local-1 Local, pools made without a check: terraform/'s project, which
+        # this world stands in for, is the legacy world (today's is tests/sandbox's).
+        spec = SandboxSpec(nodes=3, services=2, local_services=1, cloud_provider="legacy")
         options = SandboxOptions(
             spec=spec, time_scale=FAKE_TIME_SCALE, operation_latency=0.0, directory=directory
         )

@@ -3,8 +3,10 @@ kubectl and lbhc itself through the kubeconfig it writes."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,32 +15,66 @@ from pathlib import Path
 import pytest
 
 from lbhc.cli import main
+from lbhc.demo.scenario import DemoOptions, run_demo
 from lbhc.sandbox.sandbox import NODE_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = ["plan", "converge", "scale-down", "scale-down-aborted", "version-skew", "clean-up"]
 
 
-def test_demo_walks_every_step_and_reports_it(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["demo", "--output", "json"])
-    summary = json.loads(capsys.readouterr().out)
+@pytest.mark.parametrize(
+    ("cloud_provider", "backfilled", "covered"),
+    [
+        # Today's GCE: 3 Cluster pools carry the cloud provider's node check, 1 legacy one none.
+        ("current", 1, 3),
+        # The old world: no pool carries any check; lbhc attaches its own to all 3.
+        ("legacy", 3, 0),
+    ],
+)
+def test_demo_walks_every_step_and_reports_it(
+    cloud_provider: str, backfilled: int, covered: int
+) -> None:
+    """What `lbhc demo` runs (lbhc/cli/sandbox.py), its timeline and its summary."""
+    timeline = io.StringIO()
+    summary = run_demo(DemoOptions(cloud_provider=cloud_provider), out=timeline).to_json()
+    if cloud_provider == "current":  # the README's sample is this run's, timings aside
+        assert_readme_sample_matches(timeline.getvalue())
 
-    assert code == 0, summary
     assert [step["name"] for step in summary["steps"]] == STEPS
     assert all(step["ok"] for step in summary["steps"]), summary["steps"]
     assert all(step["seconds"] >= 0 for step in summary["steps"])
     assert summary["ok"] is True
     assert summary["converged"] is True
-    # The default check (interval 8 s, unhealthy 3) at the default time scale 0.25: the
-    # bound is (3 + 1) x 8 s x 0.25; three failed probes take about two intervals or more.
+    assert (summary["pools_backfilled"], summary["pools_covered_by_cloud_provider"]) == (
+        backfilled,
+        covered,
+    )
+    # Both checks have the default timings (interval 8 s, unhealthy 3) at the default time
+    # scale 0.25: the bound is (3 + 1) x 8 s x 0.25; three failed probes take about two
+    # intervals or more.
     assert summary["drain_bound_seconds"] == pytest.approx(8.0)
     assert 1 * 8 * 0.25 <= summary["drain_seconds"] <= summary["drain_bound_seconds"]
     assert summary["fallback_entered"] is True
     assert summary["fallback_left"] is True
     assert summary["gc_complete"] is True
-    # firewall + check created, 3 attached, 3 detached by fallback, 3 re-attached, 3 detached
-    # on clean-up, check and firewall deleted: nothing more, nothing repeated.
-    assert summary["gce_mutations"] == 2 + 3 + 3 + 3 + 3 + 2
+    # firewall + check created, the backfilled pools attached, detached by fallback,
+    # re-attached and detached on clean-up, check and firewall deleted: nothing more, nothing
+    # repeated, and never a write to a pool the cloud provider's check covers.
+    assert summary["gce_mutations"] == 2 + 4 * backfilled + 2
+
+
+def _timeless(line: str) -> str:
+    """A demo line without what varies from run to run: timestamps and durations."""
+    return re.sub(r"\d+\.\d+s", "N s", re.sub(r"^\[\s*[\d.]+s\] ", "", line.rstrip()))
+
+
+def assert_readme_sample_matches(text: str) -> None:
+    readme = (ROOT / "README.md").read_text()
+    sample = readme.split("## Try it", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    printed = {_timeless(line) for line in text.splitlines()}
+    for line in sample.splitlines():
+        if line.strip() and line.strip() != "...":
+            assert _timeless(line) in printed, f"README's demo shows {line!r}; got:\n{text}"
 
 
 def test_demo_rejects_a_bad_time_scale(capsys: pytest.CaptureFixture[str]) -> None:
@@ -85,7 +121,8 @@ def test_sandbox_serves_kubectl_and_lbhc(tmp_path: Path) -> None:
             capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
         )  # fmt: skip
         assert planned.returncode == 2, planned.stderr
-        assert "Plan: 2 to create, 0 to update, 3 to attach, 0 to detach, 0 to delete." in (
+        # Today's cloud provider covers 3 Cluster pools itself; only the legacy one needs lbhc.
+        assert "Plan: 2 to create, 0 to update, 1 to attach, 0 to detach, 0 to delete." in (
             planned.stdout
         )
         status = subprocess.run(

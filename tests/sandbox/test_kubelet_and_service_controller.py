@@ -45,7 +45,7 @@ def test_readiness_on_healthz_turns_unready_on_a_draining_node_and_livez_does_no
 
 
 def test_deleting_a_service_removes_its_load_balancer_then_releases_it() -> None:
-    spec = SandboxSpec(nodes=1, services=2, local_services=1)
+    spec = SandboxSpec(nodes=1, services=2, local_services=1, cloud_provider="legacy")
     with Sandbox(SandboxOptions(spec=spec, operation_latency=0.05)) as sandbox:
         service: Any = sandbox.kube.objects("Service")[0]
         pool = target_pool_name(service["metadata"]["uid"])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lbhc.cli import main
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
-from lbhc.sandbox.seed import node_name
+from lbhc.sandbox.seed import SandboxSpec, node_name
 from tests.test_readme import ROOT
 
 SCALE = 0.1  # the default check (8 s x 3) drains in about 2.4 s
@@ -29,7 +29,10 @@ def rows(lines: Iterator[str], node: str, deadline: float) -> Iterator[list[str]
 
 
 def test_watch_times_unhealthy_relative_to_the_taint(tmp_path: Path) -> None:
-    with Sandbox(SandboxOptions(time_scale=SCALE, operation_latency=0.0)) as sandbox:
+    # Cluster Services only: a Local pool would make the node partially-draining (it drains a
+    # node as its endpoints go, which the sandbox has none of).
+    spec = SandboxSpec(local_services=0)
+    with Sandbox(SandboxOptions(spec=spec, time_scale=SCALE, operation_latency=0.0)) as sandbox:
         assert main(["apply", *sandbox.lbhc_flags()]) == 0
         victim = node_name(1)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
