@@ -140,7 +140,7 @@ def foreign_check_named_ours(fw: FaultWorld, rng: random.Random, scale: Scale) -
 
 
 def foreign_check_on_pool(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
-    """A Cluster pool already carries another team's check (replace_foreign_health_checks
+    """A Cluster pool already carries another team's check (health_check_mode: takeover
     off): that pool is left as it is and reported; every other one converges."""
     pool = rng.choice(fw.cluster_pools)
     foreign = http_health_check_url(PROJECT, FOREIGN_CHECK)
@@ -150,7 +150,7 @@ def foreign_check_on_pool(fw: FaultWorld, rng: random.Random, scale: Scale) -> R
     def reported(fw: FaultWorld) -> None:
         assert fw.pool_checks(pool) == [foreign]
         wait_for(
-            lambda: any(pool in w and "does not own" in w for w in fw.warnings()),
+            lambda: any(pool in w and "does not probe" in w for w in fw.warnings()),
             timeout=SLACK_SEC,
             what="the plan's warning",
         )

@@ -239,8 +239,8 @@ def lists_fail_while_detach_due(fw: FaultWorld, rng: random.Random, scale: Scale
 
 
 # ---- replacing a foreign check, when ours then fails to attach -------------------------
-def replace_foreign_attach_fails(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
-    """With replace_foreign_health_checks, the foreign check comes off for ours to go on.
+def takeover_attach_fails(fw: FaultWorld, rng: random.Random, scale: Scale) -> Run:
+    """In takeover mode, the foreign check comes off for ours to go on.
     When ours fails (every attempt answered 503), the foreign one is put back at once,
     so the pool is not left unchecked by the failure; the next pass replaces it again."""
     pool = rng.choice(fw.cluster_pools)
@@ -249,7 +249,7 @@ def replace_foreign_attach_fails(fw: FaultWorld, rng: random.Random, scale: Scal
     fw.compute.faults.fail_requests(
         times=ATTEMPTS, status=503, method="POST", path_contains=f"/{pool}/addHealthCheck"
     )
-    fw.start({**START, "replace_foreign_health_checks": True})
+    fw.start({**START, "health_check_mode": "takeover"})
 
     def restored_then_replaced(fw: FaultWorld) -> None:
         path = f"{API}/regions/{REGION}/targetPools/{pool}/"
@@ -379,7 +379,7 @@ CASES = [
     Case(
         "replace-foreign-attach-fails",
         "foreign check on a pool",
-        replace_foreign_attach_fails,
+        takeover_attach_fails,
         short=False,
     ),
 ]

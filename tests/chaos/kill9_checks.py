@@ -70,7 +70,7 @@ def leaked(compute: ComputeFake, scenario: Scenario, seeded: Seeded) -> list[str
 
 def _wanted_pools(scenario: Scenario, seeded: Seeded) -> list[str]:
     wanted = seeded.role("attach") + seeded.role("attached")
-    return wanted + (seeded.role("foreign_checked") if scenario.replace_foreign else [])
+    return wanted + (seeded.role("foreign_checked") if scenario.takeover else [])
 
 
 def missing(compute: ComputeFake, scenario: Scenario, seeded: Seeded) -> list[str]:
@@ -112,7 +112,7 @@ def untouchable(compute: ComputeFake, scenario: Scenario, seeded: Seeded) -> Unt
         if name != NAME:
             foreign[f"firewall:{name}"] = firewall
     foreign_pools = [p for role in _FOREIGN_POOL_ROLES for p in seeded.role(role)]
-    if not scenario.replace_foreign:
+    if not scenario.takeover:
         foreign_pools += seeded.role("foreign_checked")
     foreign.update({f"pool:{name}": pools[name] for name in foreign_pools})
     for name, rule in compute.forwarding_rules(PROJECT, REGION).items():
@@ -151,6 +151,7 @@ class Verdict:
     duplicates: list[str] = field(default_factory=list)
     unsafe: list[str] = field(default_factory=list)  # from the SafetyMonitor
     wrong_writer: list[str] = field(default_factory=list)
+    not_given_back: list[str] = field(default_factory=list)  # after `lbhc teardown`
 
     def problems(self) -> list[str]:
         return [p for value in vars(self).values() for p in value]
@@ -212,3 +213,21 @@ def saw_in_flight(
         (e.time for e in journal if e.time >= since and e.client_id == successor), default=None
     )
     return landed_at is not None and first is not None and first < landed_at + latency
+
+
+def after_teardown(compute: ComputeFake, seeded: Seeded, upstream_url: str) -> list[str]:
+    """`lbhc teardown` run on the converged world: every pool lbhc took over carries the
+    check it carried before, no pool carries lbhc's, and lbhc's pair is gone."""
+    out: list[str] = []
+    pools = compute.target_pools(PROJECT, REGION)
+    for name in seeded.role("foreign_checked"):
+        if pools[name].get("healthChecks") != [upstream_url]:
+            out.append(f"pool {name} carries {pools[name].get('healthChecks')} after teardown")
+    out += [
+        f"pool {n} still carries ours"
+        for n, p in pools.items()
+        if our_check_url() in p.get("healthChecks", [])
+    ]
+    if NAME in compute.http_health_checks(PROJECT) or NAME in compute.firewalls(PROJECT):
+        out.append("lbhc's check or firewall left after teardown")
+    return out

@@ -20,7 +20,7 @@ class Scenario:
     attach: int  # Cluster Services whose pools carry no check yet
     attached: int  # Cluster Services whose pools already carry ours: nothing to do
     foreign_checked: int  # Cluster Services whose pools carry someone else's check
-    replace_foreign: bool  # replace_foreign_health_checks
+    takeover: bool  # health_check_mode: takeover (else coexist)
     to_local: int  # Services flipped to Local whose pools still carry ours
     local_own: int  # Local Services whose pools carry their own per-service check
     orphan: bool  # a pool carrying our check that no Service of this cluster claims
@@ -29,18 +29,20 @@ class Scenario:
 
     @property
     def eligible(self) -> bool:
-        """Some Cluster Service has a pool: the shared pair must exist."""
-        return self.attach + self.attached + self.foreign_checked > 0
+        """Some Cluster pool carries lbhc's check or needs it: the shared pair must exist. In
+        coexist mode a pool carrying another check does not need it."""
+        return self.attach + self.attached + self.replaced > 0
 
     @property
     def replaced(self) -> int:
-        return self.foreign_checked if self.replace_foreign else 0
+        return self.foreign_checked if self.takeover else 0
 
     def phase_sizes(self) -> dict[Phase, int]:
         """Mutations per executor step of one uninterrupted apply, in apply order. Attaches
         and replacements (remove + add) share one concurrent step."""
         if self.eligible:
-            ensure = (self.check != "ok") + (self.firewall != "ok")
+            # A takeover is recorded in the check first: an update, unless it is created.
+            ensure = (self.check != "ok" or self.replaced > 0) + (self.firewall != "ok")
             delete = 0
         else:
             ensure = 0
@@ -86,7 +88,7 @@ def build(seed: int, phase: Phase) -> Scenario:
             attach=0,
             attached=0,
             foreign_checked=0,
-            replace_foreign=rng.random() < 0.5,
+            takeover=rng.random() < 0.5,
             to_local=0 if check == "absent" else rng.randint(0, 2),
             local_own=local_own,
             orphan=False,  # it would hold GC back for good (tested by the planner's suite)
@@ -100,7 +102,7 @@ def build(seed: int, phase: Phase) -> Scenario:
             attach=0 if gc else rng.randint(0, 1),
             attached=0 if gc else rng.randint(1, 2),
             foreign_checked=0 if gc else rng.randint(0, 1),
-            replace_foreign=False,
+            takeover=False,
             to_local=rng.randint(2, 4),
             local_own=local_own,
             orphan=not gc,
@@ -115,7 +117,7 @@ def build(seed: int, phase: Phase) -> Scenario:
             attach=0,
             attached=rng.randint(0, 1) if present else 0,
             foreign_checked=rng.randint(1, 2),
-            replace_foreign=True,
+            takeover=True,
             to_local=rng.randint(0, 1) if present else 0,
             local_own=local_own,
             orphan=present,
@@ -134,7 +136,7 @@ def build(seed: int, phase: Phase) -> Scenario:
         attach=rng.randint(1, 3) if phase == "ensure" else rng.randint(2, 5),
         attached=rng.randint(0, 2) if present else 0,
         foreign_checked=rng.randint(0, 1),
-        replace_foreign=rng.random() < 0.5,
+        takeover=rng.random() < 0.5,
         to_local=rng.randint(0, 2) if present else 0,
         local_own=local_own,
         orphan=present,

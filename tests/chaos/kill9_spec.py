@@ -77,7 +77,7 @@ def flags(scenario: Scenario, spec: TrialSpec) -> RunFlags:
     settings = {
         "LBHC_GCE_BACKOFF_INITIAL_SEC": "0.05",
         "LBHC_GCE_BACKOFF_MAX_SEC": "0.5",
-        "LBHC_REPLACE_FOREIGN_HEALTH_CHECKS": str(scenario.replace_foreign).lower(),
+        "LBHC_HEALTH_CHECK_MODE": "takeover" if scenario.takeover else "coexist",
     }
     return RunFlags(
         project=PROJECT,

@@ -9,7 +9,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lbhc.sandbox.compute_fake import ComputeFake
+from lbhc.cli import main
+from lbhc.model.cloud import http_health_check_url
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.chaos import kill9_checks as checks
 from tests.chaos.kill9_monitor import SafetyMonitor
@@ -23,9 +25,9 @@ from tests.chaos.kill9_spec import (
     kill_point,
 )
 from tests.chaos.kill9_switch import HookedComputeServer, Kill, KillPoint, KillSwitch
-from tests.chaos.kill9_world import Seeded, our_check_url, seed_world
+from tests.chaos.kill9_world import CLUSTER_ID, UPSTREAM_CHECK, Seeded, our_check_url, seed_world
 from tests.chaos.process import LbhcProcess, ProcessGroup
-from tests.controller.harness import wait_for
+from tests.controller.harness import PROJECT, REGION, wait_for
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,25 @@ def run_trial(spec: TrialSpec, workdir: Path) -> TrialResult:
     in_flight = checks.saw_in_flight(
         journal, run.kill.landed_at, spec.kth_latency, successor, run.restarted
     )
+    if scenario.takeover:
+        verdict.not_given_back = _teardown(compute, seeded)
     return TrialResult(spec, scenario, point, run.kill, converge_s, in_flight, verdict)
+
+
+def _teardown(compute: ComputeFake, seeded: Seeded) -> list[str]:
+    """The uninstall an operator would run next: GCE access only, this cluster's id (the
+    project holds another lbhc cluster's check too)."""
+    with ComputeFakeServer(compute) as server:
+        code = main(
+            [
+                *("teardown", "--project", PROJECT, "--region", REGION),
+                *("--cluster-id", CLUSTER_ID, "--gce-endpoint", server.url),
+            ]
+        )
+    problems = [] if code == 0 else [f"lbhc teardown exited {code}"]
+    return problems + checks.after_teardown(
+        compute, seeded, http_health_check_url(PROJECT, UPSTREAM_CHECK)
+    )
 
 
 def _kill_and_restart(

@@ -1,7 +1,8 @@
 """Who wrote what, from the fakes' journals (every request, answered or refused): lbhc may
 write only its own check and firewall and attach/detach on pools of this cluster's Services;
-the cloud provider only deletes those Services' load balancers; the soak's oracle nothing;
-and lbhc's writes to Kubernetes go only to its Lease and to Events."""
+the cloud provider (the legacy emulator: deletes of those Services' load balancers; today's:
+its own load balancers, node check and firewalls) never lbhc's check or firewall; the soak's
+oracle nothing; and lbhc's writes to Kubernetes go only to its Lease and to Events."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterable
 
 from lbhc.sandbox.compute_fake.journal import JournalEntry as GceEntry
 from lbhc.sandbox.kube_fake.journal import JournalEntry as KubeEntry
+from lbhc.sandbox.upstream.compute import USER_AGENT as CLOUD_PROVIDER_AGENT
 
 _POOL_CALL = re.compile(r"/regions/[^/]+/targetPools/([^/]+)/(addHealthCheck|removeHealthCheck)$")
 _LB_DELETE = re.compile(r"/regions/[^/]+/(forwardingRules|targetPools)/([^/]+)$")
@@ -29,12 +31,28 @@ def wrong_gce_writes(
             continue
         if entry.client_id == identity and _lbhc_may(entry, check_name, service_pools):
             continue
-        if entry.client_id == "" and entry.method == "DELETE":
+        if entry.client_id == "" and entry.user_agent == CLOUD_PROVIDER_AGENT:
+            if not _names_ours(entry, check_name):
+                continue  # today's cloud provider, on its own resources
+        elif entry.client_id == "" and entry.method == "DELETE":
             deleted = _LB_DELETE.search(entry.path)
             if deleted and deleted.group(2) in service_pools:
                 continue  # the cloud provider removing a deleted Service's load balancer
         wrong.append(f"{entry.client_id or 'no client id'}: {entry.method} {entry.path}")
     return wrong
+
+
+def _names_ours(entry: GceEntry, check_name: str) -> bool:
+    """A write to lbhc's check or firewall, or one adding/removing lbhc's check on a pool."""
+    if entry.path.rstrip("/").endswith(f"/{check_name}"):
+        return True
+    if (entry.body or {}).get("name") == check_name:
+        return True
+    refs = [  # a pool's insert lists URLs; add/removeHealthCheck wraps each in an object
+        str(ref.get("healthCheck", "") if isinstance(ref, dict) else ref)
+        for ref in (entry.body or {}).get("healthChecks") or []
+    ]
+    return any(ref.endswith(f"/global/httpHealthChecks/{check_name}") for ref in refs)
 
 
 def _lbhc_may(entry: GceEntry, check_name: str, service_pools: set[str]) -> bool:

@@ -19,6 +19,7 @@ from lbhc.planner.planner import plan, shared_name
 from lbhc.planner.shared import is_owned
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
+from lbhc.sandbox.upstream.services import Handler, ServiceView, handler
 from lbhc.settings import Settings
 
 ORACLE = "soak-oracle"  # its GCE client id: it must never appear on a mutation
@@ -83,6 +84,8 @@ def cloud_provider_lag(
         service = Service.model_validate(obj)
         if service.spec.type != "LoadBalancer" or service.spec.load_balancer_class:
             continue
+        if handler(ServiceView.of(obj)) is not Handler.TARGET_POOL:
+            continue  # a backend-service or internal LB: never a target pool to wait for
         name = target_pool_name(service.metadata.uid)
         if service.metadata.deletion_timestamp:
             lag.append(f"{service.key} is being deleted")
@@ -91,9 +94,12 @@ def cloud_provider_lag(
     return lag
 
 
-def eligible_pools(kube: KubeFake, compute: ComputeFake, project: str, region: str) -> set[str]:
+def eligible_pools(
+    kube: KubeFake, compute: ComputeFake, project: str, region: str, url: str
+) -> set[str]:
     """The README's rule, restated: a LoadBalancer Service of Cluster policy, no class, not
-    being deleted, whose pool exists."""
+    being deleted, whose pool exists and carries lbhc's check or none (in coexist mode a pool
+    the cloud provider's check, or any other, covers is not lbhc's to touch)."""
     pools = compute.target_pools(project, region)
     found = set()
     for obj in kube.objects("Service"):
@@ -103,7 +109,8 @@ def eligible_pools(kube: KubeFake, compute: ComputeFake, project: str, region: s
             continue
         if spec.external_traffic_policy != "Cluster" or service.metadata.deletion_timestamp:
             continue
-        if (name := target_pool_name(service.metadata.uid)) in pools:
+        name = target_pool_name(service.metadata.uid)
+        if name in pools and pools[name].get("healthChecks", []) in ([], [url]):
             found.add(name)
     return found
 

@@ -199,7 +199,9 @@ class Soak:
         if not verdict.converged or verdict.plan is None:
             self._fail(f"after {when}, no longer converged: {verdict.describe()}")
         found = ours(world.compute, spec.project, spec.region, world.cluster_id, world.check_url)
-        eligible = eligible_pools(world.kube, world.compute, spec.project, spec.region)
+        eligible = eligible_pools(
+            world.kube, world.compute, spec.project, spec.region, world.check_url
+        )
         fallback = verdict.plan.fallback is not None
         if fallback and eligible:
             self.result.fallback_steps += 1

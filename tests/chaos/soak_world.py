@@ -42,6 +42,7 @@ class SoakOptions:
     lease_duration: float = 3.0
     renew_deadline: float = 2.0
     retry_period: float = 0.25
+    cloud_provider: str = "current"  # the sandbox's profile: today's GCE, or "legacy"
 
 
 class SoakWorld:
@@ -51,6 +52,7 @@ class SoakWorld:
             nodes=options.nodes,
             services=options.services,
             local_services=options.local_services,
+            cloud_provider=options.cloud_provider,
         )
         self.sandbox = Sandbox(
             SandboxOptions(

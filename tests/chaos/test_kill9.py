@@ -10,7 +10,8 @@ leaked or missing, drift repaired) and lbhc's own next pass plans nothing; nothi
 changed or was written to; pools already carrying our check were not touched; no shared
 resource was inserted twice; no pool was ever checked through a closed firewall, nor the
 firewall removed under an attached check (sampled throughout); only the two processes wrote,
-and a standby not before the leader died.
+and a standby not before the leader died. After a trial in takeover mode, `lbhc teardown`
+must leave every pool with the check it carried before lbhc took it over.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from tests.chaos.kill9_switch import MOMENTS
 from tests.chaos.kill9_trial import TrialResult, run_trial
 from tests.chaos.record import record
 
-# make test: one kill in the ensure step, one among attaches, one in detach + GC.
+# make test: one kill in the ensure step, one among attaches, one mid-takeover (then
+# `lbhc teardown` must give every replaced check back), one in detach + GC.
 SHORT = (
     TrialSpec(11, "ensure", "landed", "new-identity"),
     TrialSpec(12, "attach", "polling", "same-identity"),
+    TrialSpec(13, "replace", "landed", "same-identity"),
     TrialSpec(14, "detach", "unsent", "standby"),
 )
 FULL_TRIALS = 60
@@ -92,6 +95,7 @@ def summary(results: list[TrialResult]) -> dict[str, object]:
         "duplicates": total("duplicates"),
         "unsafe_moments": total("unsafe"),
         "wrong_writer": total("wrong_writer"),
+        "not_given_back_by_teardown": total("not_given_back"),
         "converge_s_median": round(statistics.median(converge), 2),
         "converge_s_max": round(max(converge), 2),
     }
@@ -105,9 +109,10 @@ def _trial(spec: TrialSpec, tmp_path: Path, scale: str) -> None:
     assert result.verdict.problems() == [], f"{where}: {result.verdict}"
 
 
-def test_short_trials_cover_ensure_attach_and_detach_with_gc() -> None:
-    assert [s.phase for s in SHORT] == ["ensure", "attach", "detach"]
-    assert not build(SHORT[2].seed, "detach").eligible  # its detaches end in GC
+def test_short_trials_cover_ensure_attach_takeover_and_detach_with_gc() -> None:
+    assert [s.phase for s in SHORT] == ["ensure", "attach", "replace", "detach"]
+    assert build(SHORT[2].seed, "replace").takeover
+    assert not build(SHORT[3].seed, "detach").eligible  # its detaches end in GC
 
 
 @pytest.mark.parametrize("spec", SHORT, ids=str)

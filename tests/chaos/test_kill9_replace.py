@@ -1,7 +1,8 @@
-"""kill -9 in the middle of a foreign-check replacement (replace_foreign_health_checks): the
-executor removes the foreign check, then adds ours; a pool holds one check, so a kill between
-the two calls leaves the pool with none. What the successor does with that pool matters: an
-unchecked pool sends new connections to every node, draining ones included."""
+"""kill -9 in the middle of a takeover (health_check_mode: takeover): the executor records
+the foreign check in lbhc's check, removes it from the pool, then adds ours; a pool holds one
+check, so a kill between the two calls leaves the pool with none. What the successor does
+with that pool matters (an unchecked pool sends new connections to every node, draining ones
+included), and so does what `lbhc teardown` gives back."""
 
 from __future__ import annotations
 
@@ -10,17 +11,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
+from lbhc.cli import main
 from lbhc.model.cloud import http_health_check_url
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.chaos.kill9_scenario import Scenario
 from tests.chaos.kill9_spec import FAST_LATENCY, START_ALLOWANCE, TrialSpec, flags
 from tests.chaos.kill9_switch import HookedComputeServer, KillPoint, KillSwitch
-from tests.chaos.kill9_world import UPSTREAM_CHECK, Seeded, our_check_url, seed_world
+from tests.chaos.kill9_world import CLUSTER_ID, UPSTREAM_CHECK, Seeded, our_check_url, seed_world
 from tests.chaos.process import LbhcProcess, ProcessGroup
-from tests.controller.harness import PROJECT, REGION, URL, node_obj, wait_for
+from tests.controller.harness import NAME, PROJECT, REGION, URL, node_obj, wait_for
 from tests.kube import conftest as kube_builders
 
 # One Cluster Service whose pool carries upstream's check, one already carrying ours.
@@ -30,7 +30,7 @@ SCENARIO = Scenario(
     attach=0,
     attached=1,
     foreign_checked=1,
-    replace_foreign=True,
+    takeover=True,
     to_local=0,
     local_own=0,
     orphan=False,
@@ -69,7 +69,10 @@ def cut_replacement(tmp_path: Path) -> Iterator[Cut]:
         kubeconfig = kube_server.write_kubeconfig(tmp_path / "kubeconfig")
         with ProcessGroup(tmp_path, kubeconfig, compute_server.url) as group:
             victim = group.start("lbhc-7-a", flags(SCENARIO, SPEC))
-            switch.arm(victim, KillPoint(1, "landed"))  # the foreign check's removal
+            # The foreign check's removal: right after the ledger's update (the ensure step).
+            removal = SCENARIO.mutations_in("replace")[0]
+            assert removal == 2
+            switch.arm(victim, KillPoint(removal, "landed"))
             wait_for(lambda: switch.fired.is_set(), timeout=START_ALLOWANCE, what="the kill")
             assert switch.kill is not None and switch.kill.phase == "replace"
             cut = Cut(kube, compute, seeded.role("foreign_checked")[0], group)
@@ -94,12 +97,6 @@ def test_a_restart_finishes_the_replacement(tmp_path: Path) -> None:
         assert UPSTREAM_CHECK in cut.compute.http_health_checks(PROJECT)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limitation (README, replace_foreign_health_checks): replacement is one way; "
-    "cut by a kill between removeHealthCheck(foreign) and addHealthCheck(ours), it is never "
-    "undone when the successor may not attach (fallback): the pool keeps no health check",
-)
 def test_a_restart_that_may_not_attach_puts_the_foreign_check_back(tmp_path: Path) -> None:
     with cut_replacement(tmp_path) as cut:
         # Before the successor starts, a node joins whose kube-proxy cannot serve /healthz:
@@ -109,6 +106,22 @@ def test_a_restart_that_may_not_attach_puts_the_foreign_check_back(tmp_path: Pat
         successor = cut.restart()
         plan = wait_for(lambda: _settled(successor), timeout=60, what="a settled plan")
         assert plan["fallback"] is not None
-        # An uninterrupted lbhc in fallback never replaces the foreign check, so that is the
-        # state to return to; ours may not go on, and nothing at all is the worst of both.
+        # An uninterrupted lbhc in fallback gives a taken-over pool its check back, so that
+        # is the state to return to: the ledger in lbhc's check says which one it was.
+        wait_for(lambda: cut.checks() == [FOREIGN], timeout=60, what="the foreign check back")
+
+
+def test_teardown_after_the_cut_gives_the_foreign_check_back(tmp_path: Path) -> None:
+    """No successor at all: the operator uninstalls. Teardown needs GCE alone."""
+    with cut_replacement(tmp_path) as cut:
+        url = cut.group.compute_url
+        code = main(
+            [
+                *("teardown", "--project", PROJECT, "--region", REGION),
+                *("--cluster-id", CLUSTER_ID, "--gce-endpoint", url),
+            ]
+        )
+        assert code == 0
         assert cut.checks() == [FOREIGN]
+        assert NAME not in cut.compute.http_health_checks(PROJECT)
+        assert UPSTREAM_CHECK in cut.compute.http_health_checks(PROJECT)

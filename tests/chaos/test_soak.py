@@ -30,15 +30,18 @@ SHORT_SEED = 8
 FULL_SEEDS = (101, 202)  # and SHORT_SEED, at full length
 
 
+@pytest.mark.parametrize("cloud_provider", ["current", "legacy"])
 @pytest.mark.parametrize(
     "seed", [SHORT_SEED, *(pytest.param(seed, marks=pytest.mark.chaos) for seed in FULL_SEEDS)]
 )
 def test_seeded_soak_converges_touches_nothing_foreign_and_never_black_holes(
-    seed: int, chaos_scale: str
+    seed: int, cloud_provider: str, chaos_scale: str
 ) -> None:
+    """Both sandbox profiles: today's cloud provider (its own node check on the Cluster pools
+    it makes and remakes, a legacy pool without one) and the old world (no checks at all)."""
     steps = FULL_STEPS if chaos_scale == "full" else SHORT_STEPS
-    result = Soak(seed, steps).run()
-    record("soak", f"{chaos_scale}-seed-{seed}", **result.figures())
+    result = Soak(seed, steps, SoakOptions(cloud_provider=cloud_provider)).run()
+    record("soak", f"{chaos_scale}-{cloud_provider}-seed-{seed}", **result.figures())
     assert_held(result)
 
 
@@ -62,7 +65,9 @@ def test_the_monitor_sees_a_black_hole_and_a_check_without_firewall_but_not_a_dr
     """What lbhc must never do, done by hand: our check aimed where no kube-proxy listens,
     attached before any firewall exists. Then repaired; then every node drains, which leaves
     the pool all UNHEALTHY legitimately (it fails open) and must not count."""
-    options = SoakOptions(nodes=2, services=1, local_services=0, time_scale=0.05)
+    options = SoakOptions(
+        nodes=2, services=1, local_services=0, time_scale=0.05, cloud_provider="legacy"
+    )
     with SoakWorld(options) as world:
         monitor = BlackHoleMonitor(world).start()
         try:
