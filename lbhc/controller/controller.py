@@ -30,6 +30,7 @@ from lbhc.planner.coverage import Coverage
 from lbhc.planner.kube_proxy import nodes_to_probe
 from lbhc.planner.planner import plan as make_plan
 from lbhc.planner.planner import shared_name_for
+from lbhc.planner.scope import ScopeMismatch
 from lbhc.planner.status import LbhcCheckState, StatusReport, assess
 from lbhc.probe.prober import NodeProber
 
@@ -156,6 +157,10 @@ class Controller:
         for warning in the_plan.warnings:  # the recorder rate-limits repeats
             if warning.startswith("conflict"):
                 self._event(self._controller_ref, "Conflict", "Skip", warning, "Warning")
+        if the_plan.out_of_scope:
+            wrong_scope = ScopeMismatch(the_plan.out_of_scope).message(self._config)
+            log.warning("%s", wrong_scope)
+            self._event(self._controller_ref, "OutOfScope", "Skip", wrong_scope, "Warning")
         if self._options.dry_run:
             _log_dry_run(the_plan)
             result = None

@@ -73,15 +73,15 @@ class World:
         **overrides: Any,
     ) -> ControllerApp:
         """`settings` override lbhc's settings; other keywords override RunOptions."""
-        the_settings = load_settings(
-            project=PROJECT,
-            region=REGION,
-            node_tags="gke-node",
-            gce_endpoint=self.compute_url,
-            gce_backoff_initial_sec=0.05,
-            gce_backoff_max_sec=0.2,
-            **(settings or {}),
-        )
+        defaults: dict[str, Any] = {
+            "project": PROJECT,
+            "region": REGION,
+            "node_tags": "gke-node",
+            "gce_endpoint": self.compute_url,
+            "gce_backoff_initial_sec": 0.05,
+            "gce_backoff_max_sec": 0.2,
+        }
+        the_settings = load_settings(**{**defaults, **(settings or {})})
         options = RunOptions(
             leader_elect=False,
             identity=identity,

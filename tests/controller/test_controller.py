@@ -8,6 +8,7 @@ import re
 import urllib.request
 
 from lbhc.controller.app import ControllerApp
+from lbhc.sandbox.cloud_provider import publish_ingress_ip
 from tests.chaos.lease_windows import assert_writes_inside_lease_windows
 from tests.controller.harness import NAME, PROJECT, World, wait_for, world
 
@@ -235,3 +236,27 @@ def test_drift_repair_and_fallback_are_reported_as_events() -> None:
             lambda: [e for e in w.kube.objects("Event") if e.get("reason") == "FallbackLeft"],
             what="a FallbackLeft Event",
         )
+
+
+def test_a_wrong_region_is_said_and_removes_nothing() -> None:
+    """Services with load balancers (ingress IPs), none of them in the configured region: a
+    view that would otherwise garbage-collect lbhc's check and firewall."""
+    with world() as w:
+        pool = w.add_service("web")
+        app = w.start()
+        wait_for(lambda: w.attached(pool), what="converged in the right region")
+        w.stop(app)
+        publish_ingress_ip(w.kube, "default", "web", "198.51.100.7")  # the status subresource
+        wrong = w.start(identity="replica-b", settings={"region": "europe-west1"})
+        wait_for(
+            lambda: wrong.metrics.registry.get_sample_value("lbhc_out_of_scope_services") == 1,
+            what="the out-of-scope gauge",
+        )
+        wait_for(
+            lambda: any(e.get("reason") == "OutOfScope" for e in w.kube.objects("Event")),
+            what="an OutOfScope Event",
+        )
+        event = next(e for e in w.kube.objects("Event") if e.get("reason") == "OutOfScope")
+        assert "europe-west1" in event["note"] and PROJECT in event["note"]
+        assert w.attached(pool) and NAME in w.compute.http_health_checks(PROJECT)
+        assert not [m for m in w.mutations() if m.method == "DELETE"]

@@ -64,8 +64,8 @@ def lbhc_writes(sandbox: Sandbox) -> list[Any]:
     return [e for e in sandbox.compute.mutating_requests() if e.user_agent != CLOUD_PROVIDER]
 
 
-def status(sandbox: Sandbox, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    code, out = lbhc(sandbox, capsys, "status", "--output", "json")
+def status(sandbox: Sandbox, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
+    code, out = lbhc(sandbox, capsys, "status", "--output", "json", *extra)
     assert code == 0, out
     body: dict[str, Any] = json.loads(out)
     return body
@@ -118,7 +118,7 @@ def test_a_tainted_node_drains_through_the_cloud_providers_check(
     ]
 
     def unhealthy() -> bool:
-        nodes = {n["node"]: n for n in status_with_lb(sandbox, capsys)["nodes"]}
+        nodes = {n["node"]: n for n in status(sandbox, capsys, "--lb-health")["nodes"]}
         return nodes[victim]["lbHealth"] == "UNHEALTHY"
 
     wait_for(unhealthy, timeout=30, what=f"{victim} UNHEALTHY in getHealth")
@@ -126,13 +126,6 @@ def test_a_tainted_node_drains_through_the_cloud_providers_check(
     assert nodes[victim]["drain"]["state"] == "draining"
     assert nodes[victim]["drain"]["boundSeconds"] == 32  # the cloud provider's 8 s x (3 + 1)
     assert nodes[node_name(0)]["drain"]["state"] == "serving"
-
-
-def status_with_lb(sandbox: Sandbox, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    code, out = lbhc(sandbox, capsys, "status", "--lb-health", "--output", "json")
-    assert code == 0, out
-    body: dict[str, Any] = json.loads(out)
-    return body
 
 
 def test_a_traffic_policy_flip_recreates_the_pool_and_lbhc_follows(
