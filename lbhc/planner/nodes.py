@@ -16,9 +16,20 @@ def is_being_deleted(node: Node) -> bool:
     return any(taint.key == TO_BE_DELETED_TAINT for taint in node.spec.taints)
 
 
+# What Go's strconv.ParseBool reads as false; its true values and anything it cannot parse
+# both exclude the node.
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
 def is_excluded_from_load_balancers(node: Node) -> bool:
-    """The label's presence excludes the node, whatever its value (as the service controller)."""
-    return EXCLUDE_FROM_LB_LABEL in node.metadata.labels
+    """As the service controller's nodeIncludedPredicate (k8s.io/cloud-provider
+    controllers/service/controller.go) reads the label: its value is parsed as a bool, so
+    `false` keeps the node in the load balancers, and `true` or a value that does not parse
+    (empty included) takes it out."""
+    value = node.metadata.labels.get(EXCLUDE_FROM_LB_LABEL)
+    if value is None:
+        return False
+    return value not in _GO_FALSE
 
 
 def can_receive_lb_traffic(node: Node) -> bool:

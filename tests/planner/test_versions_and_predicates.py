@@ -13,7 +13,12 @@ from lbhc.planner.capabilities import (
     needs_probe,
 )
 from lbhc.planner.config import DrainingGate
-from lbhc.planner.nodes import is_being_deleted, is_excluded_from_load_balancers
+from lbhc.planner.nodes import (
+    EXCLUDE_FROM_LB_LABEL,
+    can_receive_lb_traffic,
+    is_being_deleted,
+    is_excluded_from_load_balancers,
+)
 from lbhc.planner.versions import VersionSource, image_tag, parse_version
 from tests.builders import kube_proxy_pod, node
 
@@ -221,8 +226,34 @@ def test_is_being_deleted(kwargs: dict[str, object], deleting: bool) -> None:
     assert is_being_deleted(node(**kwargs)) is deleting  # type: ignore[arg-type]
 
 
-def test_exclusion_label_counts_whatever_its_value() -> None:
-    label = "node.kubernetes.io/exclude-from-external-load-balancers"
-    assert is_excluded_from_load_balancers(node(labels={label: ""}))
-    assert is_excluded_from_load_balancers(node(labels={label: "false"}))
-    assert not is_excluded_from_load_balancers(node())
+# k8s.io/cloud-provider controllers/service/controller.go nodeIncludedPredicate: the label's
+# value through strconv.ParseBool; an error excludes the node, as true does.
+@pytest.mark.parametrize(
+    ("value", "excluded"),
+    [
+        (None, False),
+        ("true", True),
+        ("True", True),
+        ("TRUE", True),
+        ("t", True),
+        ("1", True),
+        ("false", False),
+        ("False", False),
+        ("FALSE", False),
+        ("f", False),
+        ("F", False),
+        ("0", False),
+        ("", True),  # present, unparsable
+        ("yes", True),
+        ("no", True),
+        ("FaLsE", True),
+        (" false", True),
+    ],
+)
+def test_the_exclusion_label_is_a_bool_as_the_service_controller_reads_it(
+    value: str | None, excluded: bool
+) -> None:
+    labels = {} if value is None else {EXCLUDE_FROM_LB_LABEL: value}
+    the_node = node(labels=labels)
+    assert is_excluded_from_load_balancers(the_node) is excluded
+    assert can_receive_lb_traffic(the_node) is not excluded
