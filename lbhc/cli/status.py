@@ -239,6 +239,8 @@ def render_status_text(
             )
         elif node.drain.state.value == "partially-draining":
             lines.append(f"Note: node {node.node} is partially-draining: {node.drain.reason}")
+        if node.kube_proxy.note:
+            lines.append(f"Note: node {node.node}: {node.kube_proxy.note}")
     if report.readiness.findings:
         lines += ["", "KUBE-PROXY PROBES"]
         for finding in report.readiness.findings:

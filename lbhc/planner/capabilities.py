@@ -11,6 +11,9 @@ from lbhc.planner.nodes import is_being_deleted
 from lbhc.planner.versions import (
     KubeProxyVersion,
     VersionSource,
+    is_digest_only,
+    kube_proxy_container_image,
+    kubelet_lower_bound,
     version_from_kubelet,
     version_from_node_field,
     version_from_pod,
@@ -27,8 +30,6 @@ MIN_LIVEZ_VERSION: Version = (1, 28, 0)  # KEP-3836
 MIN_DRAIN_GATE_VERSION: Version = (1, 28, 0)
 MIN_DRAIN_DEFAULT_VERSION: Version = (1, 30, 0)
 MIN_DRAIN_GA_VERSION: Version = (1, 31, 0)
-# kube-proxy may be up to three minors older than the kubelet (the version skew policy).
-KUBELET_SKEW_MINORS = 3
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,26 @@ def capabilities_of(version: Version | None, gate: DrainingGate) -> Capabilities
     return Capabilities(True, True, drains)
 
 
-def kubelet_lower_bound(kubelet: Version) -> Version:
-    """The oldest kube-proxy the skew policy allows next to this kubelet."""
-    major, minor, _ = kubelet
-    return (major, max(0, minor - KUBELET_SKEW_MINORS), 0)
+def capabilities_from_hint(kubelet: Version, gate: DrainingGate) -> Capabilities:
+    """A kubelet's version allows any kube-proxy up to three minors older: a capability is
+    False when not even the newest allowed has it, True only for serving /healthz when even
+    the oldest does, and otherwise unknown. A hint never makes /livez or draining definite:
+    that is for the Pod's image or a probe to show (KEP-4004)."""
+    oldest, newest = (
+        capabilities_of(kubelet_lower_bound(kubelet), gate),
+        capabilities_of(kubelet, gate),
+    )
+
+    def hinted(low: bool | None, high: bool | None, may_be_true: bool) -> bool | None:
+        if high is False:
+            return False
+        return True if may_be_true and low is True else None
+
+    return Capabilities(
+        hinted(oldest.serves_healthz, newest.serves_healthz, True),
+        hinted(oldest.serves_livez, newest.serves_livez, False),
+        hinted(oldest.drains_when_deleted, newest.drains_when_deleted, False),
+    )
 
 
 def capabilities_from_probe(probe: HealthProbe, being_deleted: bool) -> Capabilities:
@@ -104,10 +121,12 @@ def describe_probe(probe: HealthProbe) -> str:
 
 @dataclass(frozen=True)
 class KubeProxyFacts:
-    """One node's kube-proxy as lbhc understands it."""
+    """One node's kube-proxy as lbhc understands it; `note` says why a better source was
+    passed over (a digest-only image)."""
 
     version: KubeProxyVersion
     capabilities: Capabilities
+    note: str = ""
 
     @property
     def source(self) -> VersionSource:
@@ -118,6 +137,7 @@ class KubeProxyFacts:
             "version": self.version.display(),
             "source": self.version.source.value,
             "capabilities": self.capabilities.to_json(),
+            "note": self.note,
         }
 
 
@@ -128,41 +148,43 @@ def detect(
     gate: DrainingGate,
     assumed: Version | None = None,
 ) -> KubeProxyFacts:
-    """Sources in order: an assumed version (kube-proxy replaced), the kube-proxy Pod's image
-    tag, nodeInfo.kubeProxyVersion, the active probe, kubeletVersion. A parsable version
-    decides. An unparsable one is "unknown" unless the probe, which observes the real
-    server, can say more; it never lets the kubelet's version (a mere hint) decide."""
+    """Sources ranked as evidence: an assumed version (kube-proxy replaced), the kube-proxy
+    Pod's image tag, the active probe, then the kubelet's version as a hint
+    (kubeletVersion, else nodeInfo.kubeProxyVersion, which KEP-4004 says always held the
+    kubelet's). A parsable tag decides. An unparsable one is "unknown" unless the probe,
+    which observes the real server, can say more; it never lets a hint decide."""
     if assumed is not None:
         raw = "v{}.{}.{}".format(*assumed)
         return KubeProxyFacts(
             KubeProxyVersion(raw, VersionSource.ASSUMED, assumed), capabilities_of(assumed, gate)
         )
-    decided = version_without_probe(node, pod)
-    if decided is not None and decided.version is not None:
-        return KubeProxyFacts(decided, capabilities_of(decided.version, gate))
+    note = _digest_note(pod)
+    tagged = version_from_pod(pod)
+    if tagged is not None and tagged.version is not None:
+        return KubeProxyFacts(tagged, capabilities_of(tagged.version, gate))
     if probe is not None:
         seen = KubeProxyVersion(describe_probe(probe), VersionSource.PROBE, None)
-        return KubeProxyFacts(seen, capabilities_from_probe(probe, is_being_deleted(node)))
-    if decided is not None:  # unparsable: the kubelet's version is no better answer
-        return KubeProxyFacts(decided, UNKNOWN)
-    hint = version_from_kubelet(node)
+        return KubeProxyFacts(seen, capabilities_from_probe(probe, is_being_deleted(node)), note)
+    if tagged is not None:  # an unparsable tag: the kubelet's version is no better answer
+        return KubeProxyFacts(tagged, UNKNOWN)
+    hint = version_from_kubelet(node) or version_from_node_field(node)
     if hint is not None and hint.version is not None:
-        # Only what every kube-proxy the skew policy allows next to it can do.
-        return KubeProxyFacts(hint, capabilities_of(kubelet_lower_bound(hint.version), gate))
+        return KubeProxyFacts(hint, capabilities_from_hint(hint.version, gate), note)
     if hint is not None:
-        return KubeProxyFacts(hint, UNKNOWN)
-    return KubeProxyFacts(KubeProxyVersion("", VersionSource.NONE, None), UNKNOWN)
+        return KubeProxyFacts(hint, UNKNOWN, note)
+    return KubeProxyFacts(KubeProxyVersion("", VersionSource.NONE, None), UNKNOWN, note)
 
 
-def version_without_probe(node: Node, pod: Pod | None) -> KubeProxyVersion | None:
-    """What the Pod's image tag or else the node field says (parsable or not), or None when
-    neither says anything. A parsed version needs no probe; anything else does."""
-    for found in (version_from_pod(pod), version_from_node_field(node)):
-        if found is not None:
-            return found
-    return None
+def _digest_note(pod: Pod | None) -> str:
+    if pod is None or not is_digest_only(kube_proxy_container_image(pod)):
+        return ""
+    return (
+        f"Pod {pod.metadata.name}'s image is pinned by digest only, which names no version; "
+        "the next source is used"
+    )
 
 
 def needs_probe(node: Node, pod: Pod | None) -> bool:
-    decided = version_without_probe(node, pod)
-    return decided is None or decided.version is None
+    """Exactly when `detect` would consult a probe: no parsable image tag."""
+    tagged = version_from_pod(pod)
+    return tagged is None or tagged.version is None

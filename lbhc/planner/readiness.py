@@ -14,7 +14,7 @@ from lbhc.model.cluster import ClusterSnapshot, Container, DaemonSet, Pod, Probe
 from lbhc.planner.capabilities import MIN_LIVEZ_VERSION, KubeProxyFacts, Version
 from lbhc.planner.config import PlannerConfig, ReadinessPolicy
 from lbhc.planner.kube_proxy import matches
-from lbhc.planner.versions import VersionSource, image_tag, parse_version
+from lbhc.planner.versions import HINT_SOURCES, VersionSource, image_tag, parse_version
 
 HEALTHZ, LIVEZ = "/healthz", "/livez"
 _HEALTH_PATHS = (HEALTHZ, LIVEZ)
@@ -118,9 +118,9 @@ def right_readiness_path(
 
 
 def enforceable(nodes: list[str], facts: Mapping[str, KubeProxyFacts]) -> bool:
-    """A patch restarts kube-proxy everywhere: only on versions seen, never on the kubelet's
-    hint (kube-proxy may be older) or on nothing."""
-    weak = (VersionSource.KUBELET_VERSION, VersionSource.NONE)
+    """A patch restarts kube-proxy everywhere: only on versions seen, never on a hint of the
+    kubelet's version (kube-proxy may be older; KEP-4004) or on nothing."""
+    weak = HINT_SOURCES | {VersionSource.NONE}
     return all(n in facts and facts[n].source not in weak for n in nodes)
 
 

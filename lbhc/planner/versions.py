@@ -19,20 +19,38 @@ _DISPLAY_MAX = 64  # a raw value shown in reasons and Events: one odd node must 
 
 class VersionSource(StrEnum):
     POD_IMAGE = "pod-image"
-    NODE_KUBE_PROXY_VERSION = "node-kube-proxy-version"
     PROBE = "probe"
+    # Both are the kubelet's version (KEP-4004: kubeProxyVersion always held it, deprecated
+    # in 1.29, cleared from 1.33): hints of a range, never of one kube-proxy version.
+    NODE_KUBE_PROXY_VERSION = "node-kube-proxy-version"
     KUBELET_VERSION = "kubelet-version"
     ASSUMED = "assumed"  # the fallback policy `assume-version X` (kube-proxy replaced)
     NONE = "none"
 
 
+HINT_SOURCES = frozenset({VersionSource.NODE_KUBE_PROXY_VERSION, VersionSource.KUBELET_VERSION})
+# kube-proxy may be up to three minors older than the kubelet (the version skew policy).
+KUBELET_SKEW_MINORS = 3
+
+
+def kubelet_lower_bound(kubelet: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The oldest kube-proxy the skew policy allows next to this kubelet."""
+    major, minor, _ = kubelet
+    return (major, max(0, minor - KUBELET_SKEW_MINORS), 0)
+
+
 @dataclass(frozen=True)
 class KubeProxyVersion:
-    """`version` is None when the source's value could not be parsed."""
+    """`version` is None when the source's value could not be parsed. For a hint it is the
+    kubelet's version, the newest kube-proxy the skew policy allows next to it."""
 
     raw: str
     source: VersionSource
     version: tuple[int, int, int] | None
+
+    @property
+    def is_hint(self) -> bool:
+        return self.source in HINT_SOURCES
 
     def display(self) -> str:
         if self.source is VersionSource.PROBE:
@@ -40,6 +58,9 @@ class KubeProxyVersion:
         if self.version is None:
             raw = self.raw if len(self.raw) <= _DISPLAY_MAX else self.raw[:_DISPLAY_MAX] + "..."
             return f"unknown ({raw!r})" if self.raw else "unknown"
+        if self.is_hint:
+            low, high = kubelet_lower_bound(self.version), self.version
+            return f"{low[0]}.{low[1]}-{high[0]}.{high[1]} (kubelet hint)"
         return "v{}.{}.{}".format(*self.version)
 
 
@@ -66,6 +87,10 @@ def kube_proxy_container_image(pod: Pod) -> str:
         if container.name == "kube-proxy":
             return container.image
     return pod.spec.containers[0].image if len(pod.spec.containers) == 1 else ""
+
+
+def is_digest_only(image: str) -> bool:
+    return "@" in image and not image_tag(image)
 
 
 def version_from_pod(pod: Pod | None) -> KubeProxyVersion | None:

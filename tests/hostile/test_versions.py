@@ -56,10 +56,17 @@ ODD = (
     Odd("kubelet-empty", None, kubelet="", fallback=("none", "unknown")),
     Odd("kubelet-k3s", None, kubelet="v1.31.4+k3s1"),
     Odd("kubelet-10k-suffix", None, kubelet="v1.31.4-" + "z" * 10_000),
+    # The node field is only the kubelet's version (KEP-4004): the kubelet's own one is read
+    # first, so junk or an old value there changes nothing.
+    Odd("field-junk", None, field="not-a-version"),
+    Odd("field-old", None, field="v1.6.13"),
     Odd(
-        "field-junk", None, field="not-a-version", fallback=("node-kube-proxy-version", "unknown (")
+        "field-old-no-kubelet",
+        None,
+        kubelet="",
+        field="v1.6.13",
+        fallback=("node-kube-proxy-version", "1.3-1.6 (kubelet hint)"),
     ),
-    Odd("field-old", None, field="v1.6.13", fallback=("node-kube-proxy-version", "v1.6.13")),
 )
 
 

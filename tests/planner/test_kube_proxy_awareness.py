@@ -69,7 +69,7 @@ def test_fallback_entered_when_an_old_node_joins_and_left_when_it_goes() -> None
     assert during.fallback is not None
     assert [n.node for n in during.fallback.nodes] == ["old"]
     assert [(c.action, c.name) for c in during.changes] == [(Action.DETACH, pool_for(WEB).name)]
-    assert "old (v1.6.13 from kubelet-version)" in during.changes[0].reason
+    assert "old (1.3-1.6 (kubelet hint) from kubelet-version)" in during.changes[0].reason
     assert after.fallback is None
     assert [c.action for c in after.changes] == [Action.ATTACH]
 
@@ -583,7 +583,9 @@ def test_enforce_never_acts_on_the_kubelets_hint() -> None:
     snapshot = cluster(nodes=(node("a", "v1.33.2"),), pods=pods, daemonsets=(ds,))
     cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)
     review = review_readiness(snapshot, facts_by_node(snapshot, cfg), cfg)
-    assert review.right_paths == {"kube-system/kube-proxy": "/livez"}  # audit still says so
+    # A digest-pinned image and a 1.33 kubelet: kube-proxy may be 1.30 or as old as allowed
+    # next to it, so which path is right cannot be told (KEP-4004), and nothing is patched.
+    assert review.right_paths == {"kube-system/kube-proxy": ""}
     assert review.patches == ()
 
 
@@ -625,3 +627,32 @@ def test_a_failed_pod_is_not_the_nodes_kube_proxy() -> None:
     for order in ((Pod.model_validate(evicted), running), (running, Pod.model_validate(evicted))):
         chosen = kube_proxy_pods_by_node(order, config())["a"]
         assert chosen.metadata.name == "kube-proxy-a"
+
+
+def test_kep_4004_a_digest_pinned_kube_proxy_next_to_newer_kubelets_is_not_trusted() -> None:
+    """kube-proxy 1.27 pinned by digest on 1.30 kubelets: nodeInfo.kubeProxyVersion says
+    1.30 (it always held the kubelet's), yet moving readiness to /livez would 404 on every
+    kube-proxy. The hint makes nothing definite: drain is unknown, no patch is planned."""
+    digest = "registry.k8s.io/kube-proxy@sha256:5f1c"
+    ds_dict = kube_proxy_daemonset_dict(readiness="/healthz")
+    ds_dict["spec"]["template"]["spec"]["containers"][0]["image"] = digest
+    tainted = node("a", "v1.30.4", kube_proxy_field="v1.30.4", taints=TO_BE_DELETED)
+    snapshot = cluster(
+        nodes=(tainted,),
+        services=(WEB,),
+        pods=(kube_proxy_pod("a", digest, owner_uid="ds-uid-1"),),
+        daemonsets=(DaemonSet.model_validate(ds_dict),),
+    )
+    cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)
+    world = cloud(
+        check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB, health_checks=(URL,)),)
+    )
+    report = assess(snapshot, world, cfg, plan(snapshot, world, cfg))
+    (facts,) = (n.kube_proxy for n in report.nodes)
+    assert facts.version.display() == "1.27-1.30 (kubelet hint)"
+    assert (
+        facts.capabilities.serves_livez is None and facts.capabilities.drains_when_deleted is None
+    )
+    assert "pinned by digest" in facts.note
+    assert report.nodes[0].drain.state is DrainState.UNKNOWN
+    assert report.readiness.patches == ()

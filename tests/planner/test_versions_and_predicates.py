@@ -131,7 +131,8 @@ DIGEST = "registry.k8s.io/kube-proxy@sha256:00"
     ("pod_image", "field", "kubelet", "seen", "display", "source"),
     [
         ("registry.k8s.io/kube-proxy:v1.28.2", "v1.31.0", "v1.31.0", None, "v1.28.2", "pod-image"),
-        (DIGEST, "v1.27.1", "v1.31.0", None, "v1.27.1", "node-kube-proxy-version"),
+        # KEP-4004: the node field is the kubelet's version; a hint of a range, like it.
+        (DIGEST, "v1.27.1", "", None, "1.24-1.27 (kubelet hint)", "node-kube-proxy-version"),
         (
             "registry.k8s.io/kube-proxy:latest",
             "v1.31.0",
@@ -142,19 +143,19 @@ DIGEST = "registry.k8s.io/kube-proxy@sha256:00"
         ),
         (DIGEST, "", "v1.33.1", probe(200, 404), "probe of 10.0.0.1:10256", "probe"),
         ("registry.k8s.io/kube-proxy:dev", "", "v1.33.1", probe(200, 200), "probe of", "probe"),
-        (None, "", "v1.33.1", None, "v1.33.1", "kubelet-version"),
-        (None, "", "v1.31.0", None, "v1.31.0", "kubelet-version"),
+        (None, "v1.27.1", "v1.33.1", None, "1.30-1.33 (kubelet hint)", "kubelet-version"),
+        (None, "", "v1.31.0", None, "1.28-1.31 (kubelet hint)", "kubelet-version"),
         (None, "", "custom", None, "unknown ('custom')", "kubelet-version"),
         (None, "", "", None, "unknown", "none"),
     ],
     ids=[
         "pod-image-wins",
-        "digest-falls-through-to-node-field",
+        "digest-falls-through-to-the-node-fields-hint",
         "unparsable-tag-is-unknown-not-the-kubelets",
         "probe-before-kubelet-hint",
         "probe-resolves-an-unparsable-tag",
-        "kubelet-hint-last",
-        "kubelet-hint-is-a-lower-bound",
+        "kubelet-hint-last-and-before-the-node-field",
+        "kubelet-hint-is-a-range",
         "unparsable-hint",
         "nothing",
     ],
@@ -176,24 +177,37 @@ def test_version_sources_in_order(
 @pytest.mark.parametrize(
     ("kubelet", "expected"),
     [
-        ("v1.33.1", caps(True, True, True)),  # kube-proxy >= 1.30
-        ("v1.31.0", caps(True, True, None)),  # kube-proxy >= 1.28: draining depends on it
-        ("v1.30.2", caps(True, False, False)),  # kube-proxy may be 1.27: no /livez for sure
+        # Whatever the kubelet, a hint never makes /livez or draining definite (KEP-4004).
+        ("v1.33.1", caps(True, None, None)),
+        ("v1.31.0", caps(True, None, None)),
+        ("v1.30.2", caps(True, None, None)),
+        # ... but what not even the newest kube-proxy it allows can do is certain.
+        ("v1.27.3", caps(True, False, False)),
+        ("v1.6.13", caps(False, False, False)),
+        ("v1.9.0", caps(None, False, False)),  # 1.6-1.9: /healthz from 1.7.2 on
     ],
 )
-def test_kubelet_hint_only_vouches_for_the_oldest_kube_proxy_it_allows(
+def test_a_kubelet_hint_never_makes_livez_or_draining_definite(
     kubelet: str, expected: Capabilities
 ) -> None:
     facts = detect(node("n", kubelet), None, None, DrainingGate.UNKNOWN)
     assert facts.source is VersionSource.KUBELET_VERSION and facts.capabilities == expected
 
 
+def test_a_digest_only_image_is_said_and_the_next_source_used() -> None:
+    facts = detect(node("n", "v1.31.0"), kube_proxy_pod("n", DIGEST), None, DrainingGate.UNKNOWN)
+    assert facts.source is VersionSource.KUBELET_VERSION
+    assert "pinned by digest" in facts.note and facts.to_json()["note"] == facts.note
+
+
 def test_a_node_needs_a_probe_exactly_when_detect_would_use_one() -> None:
     digest = kube_proxy_pod("n", DIGEST)
     latest = kube_proxy_pod("n", "registry.k8s.io/kube-proxy:latest")
-    assert not needs_probe(node("n", kube_proxy_field="v1.31.0"), digest)
-    assert needs_probe(node("n", kube_proxy_field="v1.31.0"), latest)  # the tag decides: unknown
-    assert needs_probe(node("n"), None)  # the kubelet's version is only a hint
+    # Only a parsable image tag makes a probe unnecessary; the node field is only a hint.
+    assert needs_probe(node("n", kube_proxy_field="v1.31.0"), digest)
+    assert needs_probe(node("n", kube_proxy_field="v1.31.0"), latest)
+    assert needs_probe(node("n"), None)
+    assert not needs_probe(node("n"), kube_proxy_pod("n", "registry.k8s.io/kube-proxy:v1.31.4"))
 
 
 def test_assumed_version_overrides_every_source() -> None:
