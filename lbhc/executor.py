@@ -14,7 +14,7 @@ from typing import Protocol
 from lbhc.gce.errors import describe, is_already_exists, is_in_use, is_not_found, is_not_found_in
 from lbhc.model.cloud import Firewall, HttpHealthCheck
 from lbhc.model.plan import Action, Change, Kind, Plan
-from lbhc.planner.shared import owner_of
+from lbhc.planner.shared import owner_of, read_ledger
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class Executor:
         else:
             raise ValueError(f"{change.action} {change.kind} {change.name} carries no resource")
         if change.action is Action.CREATE:
-            return self._insert(change, insert, get, owner_of(desired.description))
+            return self._insert(change, insert, get, desired)
         update()
         return Outcome(change, Status.DONE)
 
@@ -157,12 +157,13 @@ class Executor:
         change: Change,
         insert: Callable[[], None],
         get: Callable[[], HttpHealthCheck | Firewall | None],
-        owner: str | None,
+        desired: HttpHealthCheck | Firewall,
     ) -> Outcome:
         """alreadyExists is success only if what exists is ours (a retried insert that had
         landed, or a concurrent replica); anything else is a conflict. Ours by the owner mark,
-        not the whole description: a replica's may differ in its takeover ledger, which the
-        next pass reconciles."""
+        not the whole description, but a check must also hold every takeover record this
+        pass's attaches rely on: one made by a predecessor with an older ledger fails the
+        pass, whose retry records them with an update before any pool is touched."""
         try:
             insert()
         except Exception as exc:
@@ -179,10 +180,19 @@ class Executor:
                     "an insert of that name is still in progress elsewhere (alreadyExists, "
                     "not yet readable); retried",
                 )
+            owner = owner_of(desired.description)
             if owner is None or owner_of(existing.description) != owner:
                 return Outcome(
                     change, Status.FAILED, "a resource of that name exists and is not ours"
                 )
+            if isinstance(existing, HttpHealthCheck) and isinstance(desired, HttpHealthCheck):
+                have, want = read_ledger(existing).entries, read_ledger(desired).entries
+                if not want.items() <= have.items():
+                    return Outcome(
+                        change,
+                        Status.FAILED,
+                        "it already existed without this pass's takeover records; retried",
+                    )
             return Outcome(change, Status.DONE, "already existed")
         return Outcome(change, Status.DONE)
 

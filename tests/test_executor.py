@@ -8,14 +8,14 @@ from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.model.cloud import firewall_to_json
 from lbhc.model.cluster import ClusterSnapshot, Service
-from lbhc.model.plan import Action, Plan
+from lbhc.model.plan import Action, Kind, Plan
 from lbhc.planner.config import HealthCheckMode
 from lbhc.planner.planner import plan
-from lbhc.planner.shared import read_ledger
+from lbhc.planner.shared import ownership_description, read_ledger
 from tests.builders import PROJECT, cluster, config, names, our_check, our_firewall, service
 from tests.conftest import ComputeEnv
 
-_, NAME, URL = names()
+CLUSTER_ID, NAME, URL = names()
 
 
 def converge(
@@ -300,3 +300,28 @@ def test_an_attach_whose_check_was_deleted_meanwhile_fails_to_be_retried(
         Status.FAILED,
         "the health check no longer exists",
     )
+
+
+def test_a_check_made_by_a_predecessor_without_this_passs_records_holds_the_takeover_back(
+    compute: ComputeEnv,
+) -> None:
+    """A killed leader's insert landed with an older ledger; the successor's plan (made before
+    it could read that check) creates it with a record and takes a pool over. alreadyExists
+    with the record missing is a failure: the pool is not touched until a later pass has
+    recorded it."""
+    foreign, pool, gce, the_plan = plan_replacing_a_foreign_check(compute)
+    compute.fake.add_http_health_check(
+        PROJECT, NAME, description=ownership_description(CLUSTER_ID), port=10256
+    )
+    result = Executor(gce).apply(the_plan)
+    create = next(o for o in result.outcomes if o.change.kind is Kind.HTTP_HEALTH_CHECK)
+    assert create.status is Status.FAILED and "takeover records" in create.detail
+    assert compute.pool_checks(pool) == [foreign]  # untouched
+    again = plan(
+        cluster(services=(service("web"),)),
+        gce.read_snapshot(NAME),
+        config(health_check_mode=HealthCheckMode.TAKEOVER),
+    )
+    assert Executor(gce).apply(again).ok
+    assert compute.pool_checks(pool) == [URL]
+    assert read_ledger(gce.get_http_health_check(NAME)).recorded_for(pool) is not None

@@ -1,15 +1,17 @@
 """`lbhc teardown`: what an operator runs to uninstall. GCE settings only (the cluster may be
-gone already): finds lbhc's check in the project, shows the plan, then detaches it from every
-pool of the region, gives back every check lbhc replaced, and deletes the check and its
-firewall. Safe to run again; `--dry-run` only shows the plan."""
+gone already): shows the plan, then detaches lbhc's check from every pool of the region, gives
+back every check lbhc replaced, and deletes the check and its firewall. Safe to run again;
+`--dry-run` only shows the plan. Without `--cluster-id` it finds lbhc's check in the project
+and only shows the plan: acting on a guess could tear down another cluster's."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING
 
-from lbhc.cli.parser import EXIT_ERROR, EXIT_OK
+from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from lbhc.gce.client import GceClient
@@ -36,7 +38,8 @@ def teardown(args: argparse.Namespace) -> int:
         cluster_id=args.cluster_id,
         gce_endpoint=args.gce_endpoint,
     )
-    gce = GceClient(settings.gce_client_config(read_only=args.dry_run))
+    named = settings.cluster_id is not None
+    gce = GceClient(settings.gce_client_config(read_only=args.dry_run or not named))
     found = _find(gce, settings)
     if found is None:
         message = (
@@ -49,19 +52,37 @@ def teardown(args: argparse.Namespace) -> int:
     cluster_id, name = found
     cloud = gce.read_snapshot(name)
     the_plan = plan_teardown(cloud, name, cluster_id, http_health_check_url(settings.project, name))
-    if args.dry_run or not the_plan.changes:
+    if args.dry_run or not named or not the_plan.changes:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
-        return EXIT_OK
+        if not named and the_plan.changes and not args.dry_run:
+            print(
+                f"lbhc: found the check of cluster {cluster_id}; nothing was changed: to tear it "
+                f"down, run again with --cluster-id {cluster_id}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        return EXIT_OK if not the_plan.withheld else EXIT_ERROR
     if args.output != "json":
         print(render_plan_text(the_plan), flush=True)
         print()
     result = Executor(gce, settings.max_concurrent_pool_calls).apply(the_plan)
     print(render_json(the_plan, result) if args.output == "json" else render_result_text(result))
+    # Withheld or refused (a pool elsewhere still uses the check): not done, and scripts must
+    # see that.
+    blocked = any(o.blocked for o in result.outcomes)
+    if result.ok and (blocked or the_plan.withheld):
+        print(
+            f"lbhc: teardown of {name} is not complete (see the warnings and skipped steps); "
+            "run it again once they are resolved",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     return EXIT_OK if result.ok else EXIT_ERROR
 
 
 def _find(gce: GceClient, settings: Settings) -> tuple[str, str] | None:
-    """(cluster id, name) of lbhc's check: by --cluster-id, else the one lbhc owns."""
+    """(cluster id, name) of lbhc's check: by --cluster-id, else the one lbhc owns in the
+    project (shown, never acted on)."""
     from lbhc.planner.names import shared_resource_name
     from lbhc.planner.shared import owner_of
 

@@ -443,10 +443,12 @@ class GceClient:
             # Coverage is then judged by name only; nothing is removed on that guess.
             gaps.append(f"health checks could not be listed: {describe(exc)}")
             checks_complete = False
+        pools_complete = True
         try:
             pools = self.list_target_pools()
         except (core.GoogleAPICallError, OSError) as exc:
             gaps.append(f"target pools could not be listed: {describe(exc)}")
+            pools_complete = False
         try:
             rules = self.list_forwarding_rules()
         except (core.GoogleAPICallError, OSError) as exc:
@@ -459,4 +461,5 @@ class GceClient:
             tuple(gaps),
             health_checks=checks,
             health_checks_complete=checks_complete,
+            pools_complete=pools_complete,
         )

@@ -111,6 +111,8 @@ class CloudSnapshot:
     gaps: tuple[str, ...] = field(default=())
     health_checks: Mapping[str, HttpHealthCheck] = field(default_factory=dict)
     health_checks_complete: bool = True
+    # False when the region's pools could not be listed: which pools hold a node is unknown.
+    pools_complete: bool = True
 
     @property
     def complete(self) -> bool:

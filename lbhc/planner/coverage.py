@@ -57,6 +57,11 @@ def probes_kube_proxy_healthz(check: HttpHealthCheck, config: PlannerConfig) -> 
     return check.port == config.port and check.request_path == config.request_path
 
 
+# The cloud provider's node check as makeHTTPHealthCheck makes it (gce_healthchecks.go:
+# interval 8 s, unhealthy threshold 3): its bound when the check itself cannot be read.
+CLOUD_PROVIDER_DRAIN_BOUND_SEC = 8 * (3 + 1)
+
+
 def drain_bound_seconds(check: HttpHealthCheck) -> int:
     """Worst case from a node being marked until the check calls it unhealthy: the probe just
     before the mark passed, then `unhealthyThreshold` failures one interval apart."""

@@ -20,6 +20,7 @@ from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.claims import PoolClaim
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.coverage import (
+    CLOUD_PROVIDER_DRAIN_BOUND_SEC,
     Coverage,
     PoolCoverage,
     describe_check,
@@ -91,6 +92,11 @@ def pool_drain_views(
             views.append(
                 PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
             )
+        elif cover.kind is Coverage.CLOUD_PROVIDER:  # by name; its check could not be read
+            bound = CLOUD_PROVIDER_DRAIN_BOUND_SEC
+            views.append(
+                PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
+            )
         else:
             views.append(PoolDrainView(name, service, PoolDrainKind.OTHER, describe_check(cover)))
     return tuple(views)
@@ -135,13 +141,23 @@ def marked_at(node: Node) -> str:
     return min(times) if times else ""
 
 
-def node_drain(node: Node, facts: KubeProxyFacts, pools: Sequence[PoolDrainView]) -> NodeDrain:
-    """`pools`: every target pool of this cluster (pool_drain_views)."""
+def node_drain(
+    node: Node, facts: KubeProxyFacts, pools: Sequence[PoolDrainView] | None
+) -> NodeDrain:
+    """`pools`: every target pool of this cluster (pool_drain_views); None when they could
+    not be read, so nothing can be said about a marked node."""
     if is_excluded_from_load_balancers(node):
         return NodeDrain(DrainState.EXCLUDED, "labelled exclude-from-external-load-balancers")
     if not is_being_deleted(node):
         return NodeDrain(DrainState.SERVING, "not marked for deletion")
     since = marked_at(node)
+    if pools is None:
+        return NodeDrain(
+            DrainState.UNKNOWN,
+            "marked for deletion; the target pools could not be read, so which hold it and "
+            "what they carry is unknown",
+            since,
+        )
     if not pools:
         return NodeDrain(
             DrainState.NOT_APPLICABLE,

@@ -13,6 +13,7 @@ from lbhc.planner.claims import PoolClaim, carries
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
 from lbhc.planner.coverage import Coverage, PoolCoverage, describe_check
 from lbhc.planner.ledger import TakeoverLedger
+from lbhc.planner.services import uses_cluster_traffic_policy
 
 # Covered by a check lbhc may replace only in takeover mode.
 _REPLACEABLE = frozenset({Coverage.CLOUD_PROVIDER, Coverage.EQUIVALENT, Coverage.OTHER_CHECK})
@@ -61,6 +62,12 @@ def plan_pool_changes(
                     f"target pool {pool.name} carries our health check but no Service of this "
                     "cluster claims it; left alone (is another cluster using the same cluster id?)"
                 )
+            elif not pool.health_checks and ctx.ledger.recorded_for(pool.name):
+                # lbhc provably emptied it (a takeover cut between remove and add) and its
+                # Service is gone or unprovable: give the check back before the ledger can go.
+                url = _give_back_url(pool, ctx.ledger.recorded_for(pool.name), ctx, warnings)
+                if url:
+                    changes.append(_give_back(pool, url, "its takeover was never finished", ""))
             continue
         planned, needs = _plan_pool(pool, claim, coverage[pool.name], ctx, warnings)
         changes.extend(planned)
@@ -81,7 +88,9 @@ def _plan_pool(
     """(changes, whether the pool needs lbhc's check)."""
     eligible = claim.eligible_reason is None
     recorded = ctx.ledger.recorded_for(pool.name)
-    give_back = _give_back_url(pool, recorded, ctx, warnings)
+    # A recorded check is a Cluster pool's: never given to a pool whose Service went Local.
+    cluster_policy = uses_cluster_traffic_policy(claim.service)
+    give_back = _give_back_url(pool, recorded, ctx, warnings) if cluster_policy else ""
     service = claim.service.key
 
     if carries(pool, ctx.our_url):
@@ -132,8 +141,9 @@ def _give_back_url(
     if ctx.cloud.check_gone(url):
         warnings.append(
             f"target pool {pool.name}: the check lbhc replaced, {recorded.rsplit('/', 1)[-1]}, "
-            "no longer exists, so it cannot be given back (the cloud provider deletes its node "
-            "check when no pool uses it, and makes it again with the next pool it creates)"
+            "no longer exists, so it cannot be given back yet (the cloud provider deletes its "
+            "node check when no pool uses it, and makes it again with its next load "
+            "balancer); the record is kept"
         )
         return ""
     return url

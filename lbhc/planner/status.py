@@ -22,7 +22,6 @@ from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool, desc
 from lbhc.planner.drain import DrainState, NodeDrain, node_drain, pool_drain_views
 from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
-from lbhc.planner.nodes import can_receive_lb_traffic
 from lbhc.planner.planner import shared_name
 from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
 from lbhc.planner.services import is_load_balancer
@@ -130,7 +129,7 @@ def assess(
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
     claims = match_pools(cluster.services, pools, rules, config, [])
     coverage = coverage_by_pool(claims, cloud, url, cluster.cloud_provider_uid, config)
-    views = pool_drain_views(claims, coverage, config)
+    views = pool_drain_views(claims, coverage, config) if cloud.pools_complete else None
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     facts = facts_by_node(cluster, config, pods)
@@ -141,7 +140,7 @@ def assess(
         NodeStatus(
             node.name,
             facts[node.name],
-            node_drain(node, facts[node.name], views if can_receive_lb_traffic(node) else ()),
+            node_drain(node, facts[node.name], views),  # an excluded node is in no pool
             pod_states.get(node.name, ""),
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)

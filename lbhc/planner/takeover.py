@@ -14,9 +14,10 @@ def ledger_still_needed(
     ledger: TakeoverLedger, cloud: CloudSnapshot, check_url: str
 ) -> TakeoverLedger:
     """Entries stay while their pool carries lbhc's check or none (a give-back may still be
-    due); once it carries anything else, or is gone, the record has served, and so has one
-    whose check no longer exists (nothing to give back). Only a complete listing can prove
-    a pool or a check gone."""
+    due); once it carries anything else, or is gone, the record has served. A recorded check
+    that does not exist right now keeps its entry: the cloud provider deletes its node check
+    once no pool uses it (which a full takeover allows) and makes it again under the same
+    name with its next load balancer. Only a complete listing can prove a pool gone."""
     if not ledger or not cloud.complete:
         return ledger
     pending = [
@@ -24,10 +25,7 @@ def ledger_still_needed(
         for pool in cloud.target_pools
         if not pool.health_checks or carries(pool, check_url)
     ]
-    kept = ledger.restricted_to(pending)
-    return TakeoverLedger(
-        {code: check for code, check in kept.entries.items() if not cloud.check_gone(check)}
-    )
+    return ledger.restricted_to(pending)
 
 
 def fit_ledger(

@@ -3,6 +3,7 @@ the drain bound from those checks' own timings, and the wrong-scope guard."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -203,3 +204,22 @@ def test_backend_service_and_internal_lbs_are_not_expected_to_have_pools() -> No
         service("class", lb_class="networking.gke.io/l4-regional-external", ingress_ip="1.2.3.5"),
     )
     assert plan(cluster(services=svcs), cloud(), config()).out_of_scope == 0
+
+
+def test_a_node_on_the_cloud_providers_check_still_drains_when_checks_cannot_be_listed() -> None:
+    """Recognised by name (k8s-<uid>-node), its shape is the cloud provider's own: without
+    the listing it is still a /healthz check, not a check that never drains."""
+    snapshot = cluster(services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", MODERN),))
+    world = cloud(pools=(on(WEB, CP),), checks=(), checks_complete=False)
+    report = assess(snapshot, world, config(), plan(snapshot, world, config()))
+    assert report.nodes[0].drain.state is DrainState.DRAINING
+    assert report.nodes[0].drain.bound_seconds == 32
+
+
+def test_a_marked_node_is_unknown_when_the_pools_cannot_be_read() -> None:
+    snapshot = cluster(services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", MODERN),))
+    world = dataclasses.replace(
+        cloud(gaps=("target pools could not be listed: 503",)), pools_complete=False
+    )
+    report = assess(snapshot, world, config(), plan(snapshot, world, config()))
+    assert report.nodes[0].drain.state is DrainState.UNKNOWN  # never a silent not-applicable

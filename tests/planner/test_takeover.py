@@ -128,19 +128,20 @@ def test_an_opted_out_pool_gets_its_check_back() -> None:
     assert detach.name == pool_for(WEB).name and detach.restores == CP.self_link
 
 
-def test_a_recorded_check_that_no_longer_exists_cannot_be_given_back() -> None:
+def test_a_recorded_check_that_is_gone_for_now_keeps_its_record() -> None:
     """The cloud provider deletes its node check once no pool uses it (which taking over
-    every pool allows). Back in coexist mode the pool keeps lbhc's check, as a pool with no
-    check would get it, lbhc says why, and the record that can no longer serve is dropped."""
+    every pool allows) and makes it again, same name, with its next load balancer. Meanwhile
+    the pool keeps lbhc's check (better than none), lbhc says why, and the record stays, so
+    the check goes back once it exists again."""
     snapshot = cluster(services=(WEB,))
-    world, _ = converge(snapshot, cp_world(WEB), TAKEOVER)
-    world = dataclasses.replace(world, health_checks={})  # listed in full: CP is gone
-    result = plan(snapshot, world, COEXIST)
-    assert [c.action for c in result.changes] == [Action.UPDATE]  # the ledger, pruned
+    taken, _ = converge(snapshot, cp_world(WEB), TAKEOVER)
+    gone = dataclasses.replace(taken, health_checks={})  # listed in full: CP is gone
+    result = plan(snapshot, gone, COEXIST)
+    assert result.changes == ()
     assert any("no longer exists" in w for w in result.warnings)
-    after, _ = converge(snapshot, world, COEXIST)
-    assert carried(after) == {pool_for(WEB).name: (NAME,)}
-    assert len(read_ledger(after.health_check)) == 0
+    back, plans = converge(snapshot, taken, COEXIST)  # the cloud provider made it again
+    assert carried(back) == {pool_for(WEB).name: (CP.name,)}
+    assert plans[0].changes[0].restores == CP.self_link
 
 
 def test_the_ledger_is_pruned_once_a_pool_carries_its_check_again() -> None:
@@ -178,3 +179,33 @@ def test_takeover_never_touches_a_local_pools_check() -> None:
 
 def _described(ledger: TakeoverLedger) -> str:
     return ownership_description(CLUSTER_ID, ledger)
+
+
+def test_an_empty_pool_left_by_a_cut_takeover_gets_its_check_back_before_the_ledger_goes() -> None:
+    """Cut between remove and add, then its Service deleted: no Service claims the pool any
+    more, but lbhc provably emptied it. The give-back comes before the check (and with it
+    the ledger) is collected; the executor deletes only once it is done."""
+    ledger = TakeoverLedger().with_records({pool_for(WEB).name: CP.self_link})
+    world = cloud(
+        check=our_check(description=_described(ledger)),
+        firewall=our_firewall(),
+        pools=(pool_for(WEB),),
+        checks=(CP,),
+    )
+    result = plan(cluster(services=()), world, COEXIST)
+    kinds = [(c.action, c.kind) for c in result.changes]
+    assert kinds == [
+        (Action.ATTACH, Kind.TARGET_POOL),
+        (Action.DELETE, Kind.HTTP_HEALTH_CHECK),
+        (Action.DELETE, Kind.FIREWALL),
+    ]
+    assert result.changes[0].restores == CP.self_link
+
+
+def test_a_pool_whose_service_went_local_is_never_given_the_node_check() -> None:
+    snapshot = cluster(services=(WEB,))
+    world, _ = converge(snapshot, cp_world(WEB), TAKEOVER)
+    local = service("web", policy="Local")
+    result = plan(cluster(services=(local,)), world, COEXIST)
+    (detach,) = [c for c in result.changes if c.action is Action.DETACH]
+    assert detach.restores == ""

@@ -171,7 +171,14 @@ def test_takeover_then_teardown_gives_the_cloud_providers_check_back(
     assert code == 0 and "giving back" in out
     assert set(map(tuple, carried(sandbox).values())) == {(name,)}  # a dry run changes nothing
 
-    code, out = lbhc(sandbox, capsys, "teardown")
+    # Found, not named: shown and refused, so a guess never tears down another cluster's.
+    cluster_id = name.removeprefix("k8s-l4-healthcheck-")
+    capsys.readouterr()
+    assert main(["teardown", *_gce_flags(sandbox)]) == 2
+    assert f"--cluster-id {cluster_id}" in capsys.readouterr().err
+    assert set(map(tuple, carried(sandbox).values())) == {(name,)}
+
+    code, out = lbhc(sandbox, capsys, "teardown", "--cluster-id", cluster_id)
     assert code == 0, out
     cp = sandbox.node_health_check_name
     assert carried(sandbox) == {
@@ -183,6 +190,8 @@ def test_takeover_then_teardown_gives_the_cloud_providers_check_back(
     assert name not in sandbox.compute.firewalls(SPEC.project)
     assert cp in sandbox.compute.http_health_checks(SPEC.project)  # never touched
 
+    code, out = lbhc(sandbox, capsys, "teardown", "--cluster-id", cluster_id)
+    assert code == 0 and "No changes" in out, out  # idempotent
     code, out = lbhc(sandbox, capsys, "teardown")
     assert code == 0 and out.startswith("Nothing to tear down"), out
 
