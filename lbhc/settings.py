@@ -23,15 +23,19 @@ from pydantic_settings import (
 from lbhc.gce.config import DEFAULT_ENDPOINT, GceClientConfig
 from lbhc.planner.config import (
     HEALTH_CHECKER_RANGES,
+    KNOWN_KUBE_PROXY_SELECTORS,
     DrainingGate,
     FallbackPolicy,
     HealthCheckMode,
     PlannerConfig,
     ReadinessPolicy,
+    Selector,
     UnknownVersionPolicy,
+    selector_text,
 )
 from lbhc.planner.versions import parse_version
 
+DEFAULT_KUBE_PROXY_SELECTOR = " | ".join(selector_text(s) for s in KNOWN_KUBE_PROXY_SELECTORS)
 _CLUSTER_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
 _BASE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
 _LABEL_SELECTOR = re.compile(r"^[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*$")
@@ -112,16 +116,21 @@ class Settings(BaseSettings):
     opt_out_annotation: str = "lbhc.dev/ignore"
     unknown_version_policy: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
     kube_proxy_namespace: str = "kube-system"
-    kube_proxy_selector: str = "k8s-app=kube-proxy"
+    # Alternatives separated by `|`: the first that selects a Pod is used (kubeadm, kube-up
+    # and GKE static Pods, Gardener).
+    kube_proxy_selector: str = DEFAULT_KUBE_PROXY_SELECTOR
 
     # kube-proxy awareness
     fallback_policy: str = "any-old-node"
     kube_proxy_draining_gate: DrainingGate = DrainingGate.UNKNOWN
     readiness_policy: ReadinessPolicy = ReadinessPolicy.AUDIT
-    readiness_selector: str = "k8s-app=kube-proxy"
+    readiness_selector: str = DEFAULT_KUBE_PROXY_SELECTOR
     probe_kube_proxy: bool = False
     probe_interval_sec: float = Field(default=60.0, ge=1, le=3600, allow_inf_nan=False)
     probe_timeout_sec: float = Field(default=2.0, gt=0, le=30, allow_inf_nan=False)
+    # "No health server" only after refusals on 3 rounds spanning at least this long: a
+    # kube-proxy restarting refuses for seconds, and the verdict can withdraw the check.
+    probe_refusal_window_sec: float = Field(default=60.0, ge=1, le=3600, allow_inf_nan=False)
 
     # Kubernetes
     kubeconfig: str | None = None
@@ -261,9 +270,15 @@ class Settings(BaseSettings):
     @field_validator("kube_proxy_selector", "readiness_selector")
     @classmethod
     def _check_selector(cls, value: str) -> str:
-        if not all(_LABEL_SELECTOR.match(p.strip()) for p in value.split(",")):
-            raise ValueError("expected equality label selectors such as k8s-app=kube-proxy")
-        return value
+        alternatives = [a.strip() for a in value.split("|")]
+        if not all(
+            a and all(_LABEL_SELECTOR.match(p.strip()) for p in a.split(",")) for a in alternatives
+        ):
+            raise ValueError(
+                "expected equality label selectors such as k8s-app=kube-proxy, alternatives "
+                "separated by | (component=kube-proxy,tier=node | app=kubernetes,role=proxy)"
+            )
+        return " | ".join(alternatives)
 
     @field_validator("kubeconfig")
     @classmethod
@@ -313,12 +328,12 @@ class Settings(BaseSettings):
             health_check_mode=self.health_check_mode,
             unknown_version_policy=self.unknown_version_policy,
             kube_proxy_namespace=self.kube_proxy_namespace,
-            kube_proxy_selector=selector_pairs(self.kube_proxy_selector),
+            kube_proxy_selectors=selector_alternatives(self.kube_proxy_selector),
             fallback_policy=policy,
             assumed_version=assumed,
             draining_gate=self.kube_proxy_draining_gate,
             readiness_policy=self.readiness_policy,
-            readiness_selector=selector_pairs(self.readiness_selector),
+            readiness_selectors=selector_alternatives(self.readiness_selector),
         )
 
     def gce_client_config(self, *, read_only: bool, client_id: str = "") -> GceClientConfig:
@@ -338,11 +353,15 @@ class Settings(BaseSettings):
         )
 
 
-def selector_pairs(selector: str) -> tuple[tuple[str, str], ...]:
+def selector_pairs(selector: str) -> Selector:
     return tuple(
         (key.strip(), value.strip())
         for key, value in (part.split("=", 1) for part in selector.split(","))
     )
+
+
+def selector_alternatives(value: str) -> tuple[Selector, ...]:
+    return tuple(selector_pairs(alternative) for alternative in value.split("|"))
 
 
 def parse_fallback_policy(value: str) -> tuple[FallbackPolicy, tuple[int, int, int] | None]:

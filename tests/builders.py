@@ -117,11 +117,9 @@ def kube_proxy_daemonset_dict(
     uid: str = "ds-uid-1",
     labels: dict[str, str] | None = None,
     resource_version: str = "7",
+    image: str = "registry.k8s.io/kube-proxy:v1.31.4",
 ) -> dict[str, Any]:
-    container: dict[str, Any] = {
-        "name": "kube-proxy",
-        "image": "registry.k8s.io/kube-proxy:v1.31.4",
-    }
+    container: dict[str, Any] = {"name": "kube-proxy", "image": image}
     if readiness is not None:
         container["readinessProbe"] = http_probe(readiness)
     if liveness is not None:

@@ -49,7 +49,14 @@ def test_defaults_match_upstream_timings() -> None:
         cfg.healthy_threshold,
         cfg.unhealthy_threshold,
     ) == (10256, "/healthz", 8, 1, 1, 3)
-    assert cfg.kube_proxy_selector == (("k8s-app", "kube-proxy"),)
+    # kubeadm's DaemonSet, kube-up's and GKE's static Pods, Gardener's DaemonSets, in order.
+    assert cfg.kube_proxy_selectors == (
+        (("k8s-app", "kube-proxy"),),
+        (("component", "kube-proxy"), ("tier", "node")),
+        (("app", "kubernetes"), ("role", "proxy")),
+    )
+    one = load_settings(**REQUIRED, kube_proxy_selector="name=kp").planner_config()
+    assert one.kube_proxy_selectors == ((("name", "kp"),),)
 
 
 @pytest.mark.parametrize(

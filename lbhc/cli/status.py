@@ -176,7 +176,12 @@ def render_status_text(
         + (f"on {report.lbhc_pools} pool(s)" if report.check_in_use else "on no pool"),
         f"Coverage: {coverage or 'no LoadBalancer Services'}",
         f"Fallback: {fallback}",
-        f"kube-proxy: {condition} - {health.message.removeprefix('kube-proxy: ')}",
+        f"kube-proxy: {condition} - {health.message.removeprefix('kube-proxy: ')} "
+        + (
+            f"(Pods selected by {report.kube_proxy_selector})"
+            if report.kube_proxy_selector
+            else "(no kube-proxy Pods found: set kube_proxy_selector)"
+        ),
         f"Nodes: {drains or 'none'}",
         "",
         "SERVICES",
@@ -245,7 +250,8 @@ def render_status_text(
         lines += ["", "KUBE-PROXY PROBES"]
         for finding in report.readiness.findings:
             lines.append(
-                f"  {finding.daemonset} [{finding.container}] {finding.kind}: {finding.message}"
+                f"  {finding.subject_kind} {finding.daemonset} [{finding.container}] "
+                f"{finding.kind}: {finding.message}"
             )
     for warning in report.warnings:
         lines.append(f"Warning: {warning}")

@@ -29,6 +29,7 @@ from lbhc.kube.client import (
     KubeApi,
     KubeConfig,
     Resource,
+    describe,
     make_api_client,
     read_cloud_provider_uid,
     read_kube_system_uid,
@@ -117,6 +118,8 @@ class ControllerApp:
                 settings.probe_interval_sec,
                 settings.probe_timeout_sec,
                 self.trigger.fire,
+                refusal_window=settings.probe_refusal_window_sec,
+                observe=lambda result: self.metrics.probes.labels(result).inc(),
             )
 
     def _leadership_changed(self, leader: bool) -> None:
@@ -164,6 +167,7 @@ class ControllerApp:
         log.info("serving /healthz, /readyz and /metrics on %s", self.http.url)
         try:
             uid = None if self.settings.cluster_id else self._kube_system_uid()
+            self._detect_kube_proxy()
             if self.stop_event.is_set():
                 return
             self.cache = ClusterCache(uid, self._watched())
@@ -233,6 +237,30 @@ class ControllerApp:
     def _watch_restarted(self, resource: Resource, why: str) -> None:
         self.metrics.watch_restarts.labels(resource.value).inc()
         self.trigger.fire(f"{resource} {why}")
+
+    def _detect_kube_proxy(self) -> None:
+        """Which of the selector's alternatives labels this cluster's kube-proxy (kubeadm,
+        kube-up/GKE static Pods, Gardener): the Pod reflector watches that one."""
+        backoff = Backoff(initial=1.0, maximum=30.0)
+        daemonsets = self.settings.readiness_policy is not ReadinessPolicy.OFF
+        while not self.stop_event.is_set():
+            try:
+                found = self.api.detect_selectors(daemonsets=daemonsets)
+            except Exception as exc:
+                log.warning("cannot list kube-proxy Pods (%s); retrying", describe(exc))
+                self.stop_event.wait(backoff.next())
+                continue
+            if found:
+                log.info("kube-proxy Pods: selected by %s", self.api.kube_proxy_selector)
+            else:
+                log.warning(
+                    "no kube-proxy Pods found with any of %s in %s; watching %s (set "
+                    "kube_proxy_selector to how yours are labelled)",
+                    self.settings.kube_proxy_selector,
+                    self.settings.kube_proxy_namespace,
+                    self.api.kube_proxy_selector,
+                )
+            return
 
     def _kube_system_uid(self) -> str | None:
         backoff = Backoff(initial=1.0, maximum=30.0)

@@ -124,10 +124,11 @@ class KubeProxyReporter:
             if key in self._findings:
                 continue
             namespace, _, name = finding.daemonset.partition("/")
+            api_version = "apps/v1" if finding.subject_kind == "DaemonSet" else "v1"
             reason = "".join(part.capitalize() for part in finding.kind.value.split("-"))
             self._record(
                 EventSpec(
-                    ObjectRef("DaemonSet", name, namespace, "apps/v1"),
+                    ObjectRef(finding.subject_kind, name, namespace, api_version),
                     reason,
                     "Audit",
                     f"container {finding.container}: {finding.message}",

@@ -113,6 +113,13 @@ class Metrics:
             registry=r,
         )
 
+        self.probes = Counter(
+            "kube_proxy_probes_total",
+            "Requests to nodes' kube-proxy health port by result (answered, refused, timeout)",
+            ["result"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.fallback_nodes = Gauge(
             "fallback_nodes",
             "Nodes whose kube-proxy cannot serve /healthz (the cause of fallback, if enabled)",

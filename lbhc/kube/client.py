@@ -136,16 +136,54 @@ class KubeApi:
         kube_proxy_selector: str = "k8s-app=kube-proxy",
         daemonset_selector: str = "k8s-app=kube-proxy",
     ) -> None:
+        """The selectors may be alternatives separated by `|`: the first is used until
+        detect_selectors() has found the one that selects something."""
         from kubernetes import client
 
         self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
-        self._daemonset_selector = daemonset_selector
+        self._daemonset_alternatives = _alternatives(daemonset_selector)
+        self._daemonset_selector = self._daemonset_alternatives[0]
         self._timeout = (config.connect_timeout_sec, config.read_timeout_sec)
         self._watch_read_timeout = config.watch_read_timeout_sec
         self._namespace = kube_proxy_namespace
-        self._selector = kube_proxy_selector
+        self._alternatives = _alternatives(kube_proxy_selector)
+        self._selector = self._alternatives[0]
+
+    @property
+    def kube_proxy_selector(self) -> str:
+        return self._selector
+
+    def detect_selectors(self, daemonsets: bool = True) -> bool:
+        """Lists each alternative (one item at most) and keeps the first that selects any
+        kube-proxy Pod (and DaemonSet): kubeadm, kube-up/GKE static Pods and Gardener label
+        theirs differently. False when no alternative selects a Pod (the first is kept)."""
+        found = self._first_selecting(self._core.list_namespaced_pod, self._alternatives)
+        self._selector = found or self._alternatives[0]
+        if daemonsets:
+            self._daemonset_selector = (
+                self._first_selecting(
+                    self._apps.list_namespaced_daemon_set, self._daemonset_alternatives
+                )
+                or self._daemonset_alternatives[0]
+            )
+        return found is not None
+
+    def _first_selecting(self, lister: Callable[..., Any], alternatives: list[str]) -> str | None:
+        if len(alternatives) == 1:
+            return alternatives[0]
+        for selector in alternatives:
+            response = lister(
+                self._namespace,
+                label_selector=selector,
+                limit=1,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+            if json.loads(_data(response) or b"{}").get("items"):
+                return selector
+        return None
 
     def _lister(self, resource: Resource) -> Callable[..., Any]:
         if resource is Resource.NODES:
@@ -289,6 +327,10 @@ class KubeReader:
         """A list that fails becomes a gap, so the planner withholds removals instead of
         acting on half a cluster."""
         gaps: list[str] = []
+        try:
+            self._api.detect_selectors(daemonsets=self._read_daemonsets)
+        except Exception as exc:  # the list of the first alternative will say what is wrong
+            log.warning("cannot tell how kube-proxy is labelled (%s)", describe(exc))
         nodes, nodes_complete = self._list(Resource.NODES, NodeList, gaps)
         services, _ = self._list(Resource.SERVICES, ServiceList, gaps)
         pods, pods_complete = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps)
@@ -426,6 +468,10 @@ def cloud_provider_uid_or_none(api: KubeApi) -> str | None:
             describe(exc),
         )
         return None
+
+
+def _alternatives(selector: str) -> list[str]:
+    return [part.strip() for part in selector.split("|") if part.strip()] or [selector]
 
 
 def _data(response: Any) -> bytes:

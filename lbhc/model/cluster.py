@@ -117,12 +117,25 @@ class NodeAddress(_Projection):
 
 
 @projection
+class Condition(_Projection):
+    type: str
+    status: str = "Unknown"
+
+
+def _ready_only(conditions: tuple[Condition, ...]) -> tuple[Condition, ...]:
+    return tuple(c for c in conditions if c.type == "Ready")
+
+
+@projection
 class NodeStatus(_Projection):
     node_info: Annotated[NodeSystemInfo, Field(alias="nodeInfo")] = field(
         default_factory=NodeSystemInfo
     )
     # Where kube-proxy's health port is probed from the controller (InternalIP).
     addresses: tuple[NodeAddress, ...] = ()
+    # Only Ready, type and status: a heartbeat (which moves only the times) changes nothing
+    # here, and the other conditions would cost memory at thousands of nodes.
+    conditions: Annotated[tuple[Condition, ...], AfterValidator(_ready_only)] = ()
 
 
 @projection
@@ -134,6 +147,10 @@ class Node(_Projection):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    @property
+    def ready(self) -> bool:
+        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
 
     @property
     def internal_ip(self) -> str:
@@ -210,12 +227,6 @@ class PodSpec(_Projection):
     node_name: Annotated[str, Field(alias="nodeName")] = ""
     containers: tuple[Container, ...] = ()
     node_selector: Annotated[InternedMap, Field(alias="nodeSelector")] = field(default_factory=dict)
-
-
-@projection
-class Condition(_Projection):
-    type: str
-    status: str = "Unknown"
 
 
 @projection
@@ -304,10 +315,13 @@ class HealthProbe:
 
 @dataclass(frozen=True)
 class ProbeTarget:
-    """Where to probe a node's kube-proxy, and whether the node was marked for deletion."""
+    """Where to probe a node's kube-proxy, whether the node was marked for deletion, and
+    whether it is settled (Ready, its kube-proxy Pod, if any, neither starting nor going):
+    only then can refusals mean "no health server" rather than a restart."""
 
     address: str
     node_marked: bool
+    settled: bool = True
 
 
 @dataclass(frozen=True)

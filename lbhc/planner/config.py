@@ -11,6 +11,25 @@ from enum import StrEnum
 HEALTH_CHECKER_RANGES = ("35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22")
 
 
+Selector = tuple[tuple[str, str], ...]  # equality requirements, all of which must hold
+
+# Where kube-proxy runs, by who installed the cluster: kubeadm's DaemonSet; kube-up's and
+# GKE's static Pods (kubernetes cluster/gce/manifests/kube-proxy.manifest); Gardener's DaemonSet
+# per worker pool (gardener pkg/component/kubernetes/proxy).
+KUBEADM_SELECTOR: Selector = (("k8s-app", "kube-proxy"),)
+STATIC_POD_SELECTOR: Selector = (("component", "kube-proxy"), ("tier", "node"))
+GARDENER_SELECTOR: Selector = (("app", "kubernetes"), ("role", "proxy"))
+KNOWN_KUBE_PROXY_SELECTORS: tuple[Selector, ...] = (
+    KUBEADM_SELECTOR,
+    STATIC_POD_SELECTOR,
+    GARDENER_SELECTOR,
+)
+
+
+def selector_text(selector: Selector) -> str:
+    return ",".join(f"{key}={value}" for key, value in selector)
+
+
 class UnknownVersionPolicy(StrEnum):
     # Default: an unknown kube-proxy may not answer on the port at all, and attaching would
     # then take its node out of every LB. Falling back leaves pools as the cloud controller
@@ -77,10 +96,12 @@ class PlannerConfig:
     health_check_mode: HealthCheckMode = HealthCheckMode.COEXIST
     unknown_version_policy: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
     kube_proxy_namespace: str = "kube-system"
-    kube_proxy_selector: tuple[tuple[str, str], ...] = (("k8s-app", "kube-proxy"),)
+    # Alternatives, in order: the first that selects any Pod is the cluster's kube-proxy.
+    kube_proxy_selectors: tuple[Selector, ...] = KNOWN_KUBE_PROXY_SELECTORS
     fallback_policy: FallbackPolicy = FallbackPolicy.ANY_OLD_NODE
     assumed_version: tuple[int, int, int] | None = None  # with FallbackPolicy.ASSUME_VERSION
     draining_gate: DrainingGate = DrainingGate.UNKNOWN
     readiness_policy: ReadinessPolicy = ReadinessPolicy.AUDIT
-    # kube-proxy DaemonSets the readiness policy covers (namespace: kube_proxy_namespace).
-    readiness_selector: tuple[tuple[str, str], ...] = (("k8s-app", "kube-proxy"),)
+    # kube-proxy DaemonSets the readiness policy covers (namespace: kube_proxy_namespace):
+    # those any alternative selects.
+    readiness_selectors: tuple[Selector, ...] = KNOWN_KUBE_PROXY_SELECTORS

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from lbhc.model.cluster import ClusterSnapshot, Pod, ProbeTarget
+from lbhc.model.cluster import ClusterSnapshot, Node, Pod, ProbeTarget
 from lbhc.planner.capabilities import KubeProxyFacts, detect, needs_probe
-from lbhc.planner.config import FallbackPolicy, PlannerConfig
+from lbhc.planner.config import FallbackPolicy, PlannerConfig, Selector
 from lbhc.planner.nodes import is_being_deleted
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
@@ -16,17 +16,33 @@ def matches(labels: Mapping[str, str], selector: Iterable[tuple[str, str]]) -> b
     return all(labels.get(key) == value for key, value in selector)
 
 
-def is_kube_proxy_pod(pod: Pod, config: PlannerConfig) -> bool:
-    return pod.metadata.namespace == config.kube_proxy_namespace and matches(
-        pod.metadata.labels, config.kube_proxy_selector
-    )
+def kube_proxy_selector(pods: Iterable[Pod], config: PlannerConfig) -> Selector | None:
+    """The first of the configured alternatives that selects any Pod in the namespace: how
+    this cluster runs kube-proxy. None when none does."""
+    candidates = [p for p in pods if p.metadata.namespace == config.kube_proxy_namespace]
+    for selector in config.kube_proxy_selectors:
+        if any(matches(p.metadata.labels, selector) for p in candidates):
+            return selector
+    return None
+
+
+def is_static(pod: Pod) -> bool:
+    """A mirror Pod: the kubelet runs it from a manifest on the node; the API cannot change
+    it (its owner is the Node)."""
+    return any(ref.kind == "Node" for ref in pod.metadata.owner_references)
 
 
 def kube_proxy_pods_by_node(pods: Iterable[Pod], config: PlannerConfig) -> dict[str, Pod]:
     """A terminating Pod gives way to its replacement on the same node."""
+    pods = tuple(pods)
+    selector = kube_proxy_selector(pods, config)
+    if selector is None:
+        return {}
     by_node: dict[str, Pod] = {}
     for pod in pods:
-        if not pod.spec.node_name or not is_kube_proxy_pod(pod, config):
+        if not pod.spec.node_name or pod.metadata.namespace != config.kube_proxy_namespace:
+            continue
+        if not matches(pod.metadata.labels, selector):
             continue
         if pod.status.phase in FINISHED_PHASES:  # an evicted or completed Pod runs nothing
             continue
@@ -63,7 +79,19 @@ def nodes_to_probe(cluster: ClusterSnapshot, config: PlannerConfig) -> dict[str,
         return {}
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     return {
-        node.name: ProbeTarget(node.internal_ip, is_being_deleted(node))
+        node.name: ProbeTarget(
+            node.internal_ip, is_being_deleted(node), is_settled(node, pods.get(node.name))
+        )
         for node in cluster.nodes
         if node.internal_ip and needs_probe(node, pods.get(node.name))
     }
+
+
+def is_settled(node: Node, pod: Pod | None) -> bool:
+    """Refusals on its health port can mean "no health server" only on a Ready node whose
+    kube-proxy Pod, if it has one, is running, Ready and not going away."""
+    if not node.ready:
+        return False
+    if pod is None:
+        return True
+    return pod.status.phase == "Running" and pod.ready and not pod.metadata.deletion_timestamp

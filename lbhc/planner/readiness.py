@@ -6,17 +6,18 @@ deleted. Pure: findings and the smallest patches out; the controller decides to 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from lbhc.model.cluster import ClusterSnapshot, Container, DaemonSet, Pod, Probe
 from lbhc.planner.capabilities import MIN_LIVEZ_VERSION, KubeProxyFacts, Version
 from lbhc.planner.config import PlannerConfig, ReadinessPolicy
-from lbhc.planner.kube_proxy import matches
+from lbhc.planner.kube_proxy import is_static, kube_proxy_pods_by_node, matches
 from lbhc.planner.versions import HINT_SOURCES, VersionSource, image_tag, parse_version
 
 HEALTHZ, LIVEZ = "/healthz", "/livez"
+_MAX_NAMES = 5
 _HEALTH_PATHS = (HEALTHZ, LIVEZ)
 
 
@@ -24,18 +25,22 @@ class FindingKind(StrEnum):
     READINESS_ON_HEALTHZ = "readiness-on-healthz"
     READINESS_LIVEZ_UNSUPPORTED = "readiness-on-livez-unsupported"
     LIVENESS_ON_HEALTHZ = "liveness-on-healthz"
+    # A DaemonSet's Pods still running an image older than its template's.
+    PODS_ON_OLDER_IMAGE = "pods-on-older-image"
 
 
 @dataclass(frozen=True)
 class ReadinessFinding:
-    daemonset: str  # namespace/name
+    daemonset: str  # namespace/name of the DaemonSet, or of the first static Pod
     container: str
     kind: FindingKind
     message: str
+    subject_kind: str = "DaemonSet"  # or "Pod": static (mirror) Pods, which have none
 
     def to_json(self) -> dict[str, str]:
         return {
-            "daemonset": self.daemonset,
+            "daemonset": self.daemonset if self.subject_kind == "DaemonSet" else "",
+            "subject": f"{self.subject_kind}/{self.daemonset}",
             "container": self.container,
             "kind": self.kind.value,
             "message": self.message,
@@ -81,8 +86,8 @@ class ReadinessReview:
 
 
 def is_managed(daemonset: DaemonSet, config: PlannerConfig) -> bool:
-    return daemonset.metadata.namespace == config.kube_proxy_namespace and matches(
-        daemonset.metadata.labels, config.readiness_selector
+    return daemonset.metadata.namespace == config.kube_proxy_namespace and any(
+        matches(daemonset.metadata.labels, selector) for selector in config.readiness_selectors
     )
 
 
@@ -104,14 +109,15 @@ def pods_of(daemonset: DaemonSet, pods: tuple[Pod, ...]) -> list[Pod]:
 def right_readiness_path(
     nodes: list[str], facts: Mapping[str, KubeProxyFacts], template_version: Version | None
 ) -> str:
-    """/livez when every node's kube-proxy serves it and so will the template's (new Pods
-    run that image), /healthz when one does not, "" when that cannot be told (no Pods yet,
-    or a version unknown)."""
+    """The template's image decides (the Pods a rollout makes run it): /livez from 1.28 on,
+    else /healthz. Only when its tag names no version do the nodes' kube-proxies decide:
+    /livez when every one serves it, /healthz when one does not, "" when that cannot be told
+    (no Pods yet, or a version unknown)."""
+    if template_version is not None:
+        return LIVEZ if template_version >= MIN_LIVEZ_VERSION else HEALTHZ
     if not nodes:
         return ""
     serves = [facts[n].capabilities.serves_livez if n in facts else None for n in nodes]
-    if template_version is not None:
-        serves.append(template_version >= MIN_LIVEZ_VERSION)
     if any(s is False for s in serves):
         return HEALTHZ
     return LIVEZ if all(serves) else ""
@@ -163,8 +169,10 @@ def review_readiness(
         readiness = _path(container.readiness_probe, config.port)
         liveness = _path(container.liveness_probe, config.port)
         findings += _container_findings(
-            daemonset, container.name, readiness, liveness, right, may_drain
+            daemonset.key, container.name, readiness, liveness, right, may_drain
         )
+        if right == LIVEZ and template is not None:
+            findings += _older_pods(daemonset.key, container.name, nodes, facts)
         if (
             config.readiness_policy is ReadinessPolicy.ENFORCE
             and readiness
@@ -181,17 +189,71 @@ def review_readiness(
                     right,
                 )
             )
+    findings += _static_pod_findings(cluster, facts, config)
     return ReadinessReview(tuple(findings), tuple(patches), right_paths)
 
 
+def _older_pods(
+    key: str, container: str, nodes: list[str], facts: Mapping[str, KubeProxyFacts]
+) -> list[ReadinessFinding]:
+    """The template says /livez; Pods not yet replaced may run an image that 404s there."""
+    stale = [n for n in nodes if n in facts and facts[n].capabilities.serves_livez is False]
+    if not stale:
+        return []
+    shown = ", ".join(stale[:_MAX_NAMES]) + (" ..." if len(stale) > _MAX_NAMES else "")
+    return [
+        ReadinessFinding(
+            key,
+            container,
+            FindingKind.PODS_ON_OLDER_IMAGE,
+            f"{len(stale)} Pod(s) still run a kube-proxy older than v1.28 (on {shown}), older "
+            "than the template's image: they answer 404 on /livez until they are replaced",
+        )
+    ]
+
+
+def _static_pod_findings(
+    cluster: ClusterSnapshot, facts: Mapping[str, KubeProxyFacts], config: PlannerConfig
+) -> list[ReadinessFinding]:
+    """Static (mirror) Pods, as kube-up and GKE run kube-proxy: reported with what to change
+    on the node; no API call can change a mirror Pod, so enforce never patches them."""
+    by_paths: dict[tuple[str, str, str], list[Pod]] = {}
+    for pod in kube_proxy_pods_by_node(cluster.kube_proxy_pods, config).values():
+        kube_proxy = kube_proxy_container(pod.spec.containers) if is_static(pod) else None
+        if kube_proxy is None:
+            continue
+        paths = (
+            kube_proxy.name,
+            _path(kube_proxy.readiness_probe, config.port),
+            _path(kube_proxy.liveness_probe, config.port),
+        )
+        by_paths.setdefault(paths, []).append(pod)
+    found: list[ReadinessFinding] = []
+    for (container, readiness, liveness), pods in sorted(by_paths.items()):
+        nodes = sorted(p.spec.node_name for p in pods)
+        right = right_readiness_path(nodes, facts, None)
+        may_drain = any(facts[n].capabilities.drains_when_deleted is not False for n in nodes)
+        first = pods[0].metadata
+        where = (
+            f" ({len(pods)} static Pod(s): edit the kube-proxy manifest on each node, e.g. "
+            "/etc/kubernetes/manifests/kube-proxy.manifest; a mirror Pod cannot be patched "
+            "through the API, so enforce skips it)"
+        )
+        for finding in _container_findings(
+            f"{first.namespace}/{first.name}", container, readiness, liveness, right, may_drain
+        ):
+            found.append(replace(finding, message=finding.message + where, subject_kind="Pod"))
+    return found
+
+
 def _container_findings(
-    daemonset: DaemonSet, container: str, readiness: str, liveness: str, right: str, may_drain: bool
+    key: str, container: str, readiness: str, liveness: str, right: str, may_drain: bool
 ) -> list[ReadinessFinding]:
     found: list[ReadinessFinding] = []
     if readiness == HEALTHZ and right == LIVEZ:
         found.append(
             ReadinessFinding(
-                daemonset.key,
+                key,
                 container,
                 FindingKind.READINESS_ON_HEALTHZ,
                 "readiness probe uses /healthz although every node's kube-proxy serves /livez: "
@@ -201,7 +263,7 @@ def _container_findings(
     elif readiness == LIVEZ and right == HEALTHZ:
         found.append(
             ReadinessFinding(
-                daemonset.key,
+                key,
                 container,
                 FindingKind.READINESS_LIVEZ_UNSUPPORTED,
                 "readiness probe uses /livez but some nodes run kube-proxy older than v1.28, "
@@ -211,7 +273,7 @@ def _container_findings(
     if liveness == HEALTHZ and may_drain:
         found.append(
             ReadinessFinding(
-                daemonset.key,
+                key,
                 container,
                 FindingKind.LIVENESS_ON_HEALTHZ,
                 "liveness probe uses /healthz, which fails on purpose on nodes being deleted: "

@@ -17,10 +17,10 @@ from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.model.plan import Action, Fallback, Plan
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.claims import PoolClaim, carries, match_pools
-from lbhc.planner.config import HealthCheckMode, PlannerConfig
+from lbhc.planner.config import HealthCheckMode, PlannerConfig, selector_text
 from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool, describe_check
 from lbhc.planner.drain import DrainState, NodeDrain, node_drain, pool_drain_views
-from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
+from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node, kube_proxy_selector
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
 from lbhc.planner.planner import shared_name
 from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
@@ -88,6 +88,7 @@ class StatusReport:
     warnings: tuple[str, ...]
     out_of_scope: int = 0
     nodes_complete: bool = True  # False: a node missing from `nodes` may still exist
+    kube_proxy_selector: str = ""  # which alternative selected the Pods ("" for none)
 
     @property
     def check_in_use(self) -> bool:
@@ -108,6 +109,7 @@ class StatusReport:
             "lbhcPools": self.lbhc_pools,
             "coverageCounts": self.coverage_counts(),
             "outOfScope": self.out_of_scope,
+            "kubeProxySelector": self.kube_proxy_selector,
             "fallback": self.fallback.to_json() if self.fallback else None,
             "drainCounts": self.drain_counts(),
             "kubeProxyHealth": self.kube_proxy.to_json(),
@@ -132,6 +134,7 @@ def assess(
     views = pool_drain_views(claims, coverage, config) if cloud.pools_complete else None
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
+    selected = kube_proxy_selector(cluster.kube_proxy_pods, config)
     facts = facts_by_node(cluster, config, pods)
     managed = tuple(ds for ds in cluster.kube_proxy_daemonsets if is_managed(ds, config))
     health = kube_proxy_health(cluster, pods, managed)
@@ -161,6 +164,7 @@ def assess(
         warnings=plan.warnings,
         out_of_scope=plan.out_of_scope,
         nodes_complete=cluster.versions_complete,
+        kube_proxy_selector=selector_text(selected) if selected else "",
     )
 
 

@@ -69,6 +69,7 @@ BAD_VALUES = (
     Bad("fallback_policy", "assume-version latest", "expected any-old-node, never"),
     Bad("kube_proxy_draining_gate", "on", "'unknown', 'enabled' or 'disabled'"),
     Bad("readiness_policy", "yes", "'off', 'audit' or 'enforce'"),
+    Bad("probe_refusal_window_sec", "0", "greater than or equal to 1"),
     Bad("readiness_selector", "=x", "expected equality label selectors"),
     Bad("probe_kube_proxy", "perhaps", "expected true or false"),
     Bad("probe_interval_sec", "3601", "less than or equal to 3600"),

@@ -8,6 +8,7 @@ import pytest
 
 from lbhc.kube.client import KubeConfig, KubeReader, KubeReadError
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer, decode_continue
+from lbhc.settings import Settings
 from tests.kube.conftest import (
     KUBE_PROXY_LABELS,
     KUBE_SYSTEM_UID,
@@ -272,3 +273,28 @@ def test_projections_hold_what_the_planner_uses(kube_fake: KubeFake, reader: Kub
 def test_namespace_builder_uid_is_kept(kube_fake: KubeFake) -> None:
     stored = kube_fake.upsert(namespace("shop", "fixed-uid"))
     assert stored["metadata"]["uid"] == "fixed-uid"
+
+
+@pytest.mark.parametrize(
+    ("labels", "chosen"),
+    [
+        ({"k8s-app": "kube-proxy"}, "k8s-app=kube-proxy"),
+        ({"component": "kube-proxy", "tier": "node"}, "component=kube-proxy,tier=node"),
+        ({"app": "kubernetes", "role": "proxy"}, "app=kubernetes,role=proxy"),
+    ],
+    ids=["kubeadm", "kube-up-and-gke-static", "gardener"],
+)
+def test_the_first_alternative_that_selects_a_kube_proxy_pod_is_listed(
+    kube_fake: KubeFake, api_client: Any, labels: dict[str, str], chosen: str
+) -> None:
+    """The default selector's alternatives are tried in order, one item each; the list
+    that fills the snapshot uses the one that selects something."""
+    seed(kube_fake, kube_proxy_pod("n1", labels=labels))
+    default = Settings.model_fields["kube_proxy_selector"].default
+    reader = KubeReader(api_client, KubeConfig(), kube_proxy_selector=default)
+    snapshot = reader.read_snapshot()
+    assert [p.metadata.name for p in snapshot.kube_proxy_pods] == ["kube-proxy-n1"]
+    full = [
+        e for e in kube_fake.journal if e.path.endswith("/pods") and e.query.get("limit") != "1"
+    ]
+    assert [e.query["labelSelector"] for e in full] == [chosen]

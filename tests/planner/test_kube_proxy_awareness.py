@@ -323,6 +323,9 @@ def readiness_review(
     return review_readiness(snapshot, facts_by_node(snapshot, the_config), the_config)
 
 
+DIGEST_IMAGE = "registry.k8s.io/kube-proxy@sha256:0f1e"
+
+
 @pytest.mark.parametrize(
     ("ds", "versions", "kinds", "right"),
     [
@@ -333,12 +336,24 @@ def readiness_review(
             "/livez",
         ),
         ({"readiness": "/livez"}, {"a": "v1.31.4", "b": "v1.28.0"}, [], "/livez"),
-        ({"readiness": "/healthz"}, {"a": "v1.31.4", "b": "v1.27.9"}, [], "/healthz"),
+        (
+            {"readiness": "/healthz", "image": image("v1.27.9")},
+            {"a": "v1.27.9", "b": "v1.27.9"},
+            [],
+            "/healthz",
+        ),
+        (
+            {"readiness": "/livez", "image": image("v1.27.9")},
+            {"a": "v1.27.9"},
+            [FindingKind.READINESS_LIVEZ_UNSUPPORTED],
+            "/healthz",
+        ),
+        # The template decides (new Pods run it); a Pod not yet replaced is reported.
         (
             {"readiness": "/livez"},
             {"a": "v1.31.4", "b": "v1.27.9"},
-            [FindingKind.READINESS_LIVEZ_UNSUPPORTED],
-            "/healthz",
+            [FindingKind.PODS_ON_OLDER_IMAGE],
+            "/livez",
         ),
         (
             {"readiness": "/livez", "liveness": "/healthz"},
@@ -346,17 +361,26 @@ def readiness_review(
             [FindingKind.LIVENESS_ON_HEALTHZ],
             "/livez",
         ),
-        ({"readiness": None, "liveness": "/healthz"}, {"a": "v1.27.1"}, [], "/healthz"),
-        ({"readiness": "/healthz"}, {"a": "v1.31.4", "b": "latest"}, [], ""),
-        ({"readiness": "/healthz"}, {}, [], ""),
+        (
+            {"readiness": None, "liveness": "/healthz", "image": image("v1.27.1")},
+            {"a": "v1.27.1"},
+            [],
+            "/healthz",
+        ),
+        # A template pinned by digest names no version: the nodes' kube-proxies decide.
+        ({"readiness": "/livez", "image": DIGEST_IMAGE}, {"a": "v1.31.4"}, [], "/livez"),
+        ({"readiness": "/healthz", "image": DIGEST_IMAGE}, {"a": "v1.31.4", "b": "latest"}, [], ""),
+        ({"readiness": "/healthz", "image": DIGEST_IMAGE}, {}, [], ""),
     ],
     ids=[
         "healthz-where-livez-everywhere",
         "livez-right",
-        "healthz-right-with-an-old-node",
-        "livez-with-an-old-node",
+        "healthz-right-with-an-old-template",
+        "livez-with-an-old-template",
+        "template-decides-older-pods-reported",
         "liveness-on-healthz-is-dangerous",
         "liveness-harmless-where-nothing-drains",
+        "digest-template-nodes-decide",
         "unknown-version-undecided",
         "no-pods-undecided",
     ],
@@ -583,9 +607,9 @@ def test_enforce_never_acts_on_the_kubelets_hint() -> None:
     snapshot = cluster(nodes=(node("a", "v1.33.2"),), pods=pods, daemonsets=(ds,))
     cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)
     review = review_readiness(snapshot, facts_by_node(snapshot, cfg), cfg)
-    # A digest-pinned image and a 1.33 kubelet: kube-proxy may be 1.30 or as old as allowed
-    # next to it, so which path is right cannot be told (KEP-4004), and nothing is patched.
-    assert review.right_paths == {"kube-system/kube-proxy": ""}
+    # The template (v1.31.4) says /livez, but the running Pods are pinned by digest and known
+    # only by the kubelet's hint (KEP-4004): enforce never acts on that.
+    assert review.right_paths == {"kube-system/kube-proxy": "/livez"}
     assert review.patches == ()
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from typing import Any
 
 import pytest
 
@@ -72,8 +73,8 @@ def test_a_timeout_proves_nothing() -> None:
 
 
 def test_prober_confirms_a_refusal_and_a_timeout_is_not_one() -> None:
-    """Three attempts: refused every time is "no health server"; one timeout among them is
-    not (the node may just be slow or shutting down)."""
+    """Three attempts a round: refused every time counts toward "no health server"; one
+    timeout among them does not (the node may just be slow or shutting down)."""
     answers = {
         "refusing": [HealthProbe("a", None, None, refused=True)] * 3,
         "flaky": [
@@ -83,12 +84,16 @@ def test_prober_confirms_a_refusal_and_a_timeout_is_not_one() -> None:
         ],
     }
     calls: list[str] = []
+    seen: list[str] = []
 
     def scripted(address: str, port: int, timeout: float) -> HealthProbe:
         calls.append(address)
         return answers[address][calls.count(address) - 1]
 
-    prober = NodeProber(10256, 3600, 1, lambda _: None, retry_delay=0, probe=scripted)
+    prober = NodeProber(
+        10256, 3600, 1, lambda _: None, retry_delay=0, probe=scripted, refusal_rounds=1,
+        refusal_window=0, observe=seen.append,
+    )  # fmt: skip
     targets = {"n1": ProbeTarget("refusing", False), "n2": ProbeTarget("flaky", True)}
     prober.set_targets(targets)
     prober.probe_now(targets)
@@ -96,6 +101,56 @@ def test_prober_confirms_a_refusal_and_a_timeout_is_not_one() -> None:
     assert results["n1"].refused is True and results["n2"].refused is False
     assert results["n2"].node_marked is True  # recorded with the probe, for drain judgements
     assert sorted(calls) == ["flaky"] * 3 + ["refusing"] * 3
+    assert sorted(seen) == ["refused"] * 5 + ["timeout"]  # counted for the metric
+
+
+@pytest.mark.parametrize(
+    ("rounds", "settled", "verdict"),
+    [
+        ([0.0], True, None),  # one refused round: a restart, most likely: no answer yet
+        ([0.0, 30.0], True, None),
+        ([0.0, 30.0, 45.0], True, None),  # three rounds, but within 45 s: not yet
+        ([0.0, 30.0, 61.0], True, True),  # three rounds over a minute: no health server
+        ([0.0, 30.0, 61.0, 90.0], False, None),  # never on a node not Ready
+    ],
+    ids=["one-round", "two-rounds", "three-rounds-too-quick", "persistent", "not-settled"],
+)
+def test_no_health_server_only_after_refusals_persist(
+    rounds: list[float], settled: bool, verdict: bool | None
+) -> None:
+    now = [0.0]
+    refused = HealthProbe("10.0.0.9:10256", None, None, refused=True)
+    prober = NodeProber(
+        10256, 3600, 1, lambda _: None, retry_delay=0, probe=lambda *_: refused,
+        clock=lambda: now[0],
+    )  # fmt: skip
+    target = {"n1": ProbeTarget("10.0.0.9", False, settled)}
+    prober.set_targets(target)
+    for at in rounds:
+        now[0] = at
+        prober.probe_now(target)
+    result = prober.results().get("n1")
+    assert (result.refused if result else None) is verdict
+
+
+def test_a_restarting_kube_proxy_keeps_its_last_answer() -> None:
+    """It answered, then refuses for a round (restarting), then answers again: the refusal
+    never replaces the answer, so fallback never flips on it."""
+    answers = iter(
+        [HealthProbe("a", 200, 200)]
+        + [HealthProbe("a", None, None, refused=True)] * 3
+        + [HealthProbe("a", 200, 200)]
+    )
+    changes: list[str] = []
+    prober = NodeProber(
+        10256, 3600, 1, changes.append, retry_delay=0, probe=lambda *_: next(answers)
+    )
+    target = {"n1": ProbeTarget("a", False)}
+    prober.set_targets(target)
+    for _ in range(3):
+        prober.probe_now(target)
+        assert prober.results()["n1"].healthz == 200
+    assert len(changes) == 1  # the first answer; the refusal and the recovery change nothing
 
 
 def test_prober_reports_new_targets_and_changed_answers() -> None:
@@ -136,7 +191,12 @@ def test_controller_falls_back_on_a_probed_node_without_health_server_and_recove
         servers = [kube_proxy((1, 33, 1), host=f"127.0.0.{i + 2}", port=port) for i in range(2)]
         with servers[0], servers[1]:
             app = w.start(
-                settings={"probe_kube_proxy": True, "probe_interval_sec": 1, "port": port}
+                settings={
+                    "probe_kube_proxy": True,
+                    "probe_interval_sec": 1,
+                    "probe_refusal_window_sec": 1,  # a minute by default: refusals persist
+                    "port": port,
+                }
             )
             wait_for(lambda: app.controller and app.controller.last_plan, what="a first pass")
             plan = wait_for(
@@ -150,3 +210,37 @@ def test_controller_falls_back_on_a_probed_node_without_health_server_and_recove
             with kube_proxy((1, 33, 1), host="127.0.0.4", port=port):
                 wait_for(lambda: w.attached(pool), timeout=15, what="attached once node-2 answers")
                 assert w.pool_checks(pool) == [URL]
+
+
+def probes(app: Any, result: str) -> float:
+    counted = app.metrics.registry.get_sample_value(
+        "lbhc_kube_proxy_probes_total", {"result": result}
+    )
+    return float(counted or 0)
+
+
+def test_a_kube_proxy_restarting_while_probed_causes_no_fallback_and_no_detach() -> None:
+    """Every node's kube-proxy is unseen (no Pod, no node field): the probe decides. node-1's
+    restarts: its port refuses for a few probe rounds, then answers again. That is not "no
+    health server": the check stays attached everywhere and nothing is detached."""
+    port = free_port()
+    with world() as w, kube_proxy((1, 33, 1), host="127.0.0.2", port=port):
+        for i in range(2):
+            node = kube_builders.node(f"node-{i}", kubelet="v1.33.1")
+            node["status"]["addresses"] = [{"type": "InternalIP", "address": f"127.0.0.{i + 2}"}]
+            w.kube.upsert(node)
+        pool = w.add_service("web")
+        settings = {"probe_kube_proxy": True, "probe_interval_sec": 1, "port": port}
+        with ExitStack() as node_1:
+            node_1.enter_context(kube_proxy((1, 33, 1), host="127.0.0.3", port=port))
+            app = w.start(settings=settings)
+            wait_for(lambda: w.attached(pool), timeout=15, what="attached once both answer")
+        # node-1's kube-proxy is down: refused, round after round
+        wait_for(lambda: probes(app, "refused") >= 6, timeout=15, what="two refused rounds")
+        with kube_proxy((1, 33, 1), host="127.0.0.3", port=port):  # back up
+            before = probes(app, "answered")
+            wait_for(lambda: probes(app, "answered") > before + 2, timeout=15, what="answers")
+        assert app.controller is not None and app.controller.last_plan is not None
+        assert app.controller.last_plan.fallback is None
+        assert w.attached(pool)
+        assert not [m for m in w.mutations() if m.path.endswith("/removeHealthCheck")]
