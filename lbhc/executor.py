@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from lbhc.gce.errors import describe, is_already_exists, is_in_use, is_not_found, is_not_found_in
+from lbhc.gce.errors import (
+    describe,
+    is_already_exists,
+    is_forbidden,
+    is_in_use,
+    is_not_found,
+    is_not_found_in,
+)
 from lbhc.model.cloud import Firewall, HttpHealthCheck
 from lbhc.model.plan import Action, Change, Kind, Plan
 from lbhc.planner.shared import owner_of, read_ledger
@@ -46,6 +53,8 @@ class Outcome:
     # A delete refused because something outside lbhc's view still uses the resource:
     # skipped and retried at every pass, and reported as blocked garbage collection.
     blocked: bool = False
+    # Refused for want of a permission (403): a Shared VPC host project lbhc may not write.
+    forbidden: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {**self.change.to_json(), "status": self.status.value, "detail": self.detail}
@@ -109,7 +118,7 @@ class Executor:
         try:
             outcome = step(change)
         except Exception as exc:  # one failing step must not stop the others
-            outcome = Outcome(change, Status.FAILED, describe(exc))
+            outcome = Outcome(change, Status.FAILED, describe(exc), forbidden=is_forbidden(exc))
         level = logging.WARNING if outcome.status is Status.FAILED else logging.INFO
         log.log(
             level,

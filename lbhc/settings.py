@@ -59,7 +59,7 @@ _CONTROL_OR_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")
 # The settings that are also flags (the rest: LBHC_* env or --config only).
 FLAG_SETTINGS = frozenset(
     {"project", "region", "network", "node_tags", "cluster_id", "gce_endpoint", "kubeconfig"}
-    | {"context", "health_check_mode"}
+    | {"context", "health_check_mode", "network_project"}
 )
 # Settings that no longer exist, and what replaced them: named in the error, not "unknown".
 RETIRED_SETTINGS = {
@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     project: str
     region: str
     network: str = "default"
+    # A Shared VPC's host project, where the network and its firewall rules live.
+    network_project: str | None = None
     node_tags: CommaList
     gce_endpoint: str = DEFAULT_ENDPOINT
     gce_mutations_per_second: float = Field(default=10.0, gt=0, allow_inf_nan=False)
@@ -154,10 +156,10 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("project")
+    @field_validator("project", "network_project")
     @classmethod
-    def _check_project(cls, value: str) -> str:
-        if not _PROJECT.match(value):
+    def _check_project(cls, value: str | None) -> str | None:
+        if value is not None and not _PROJECT.match(value):
             raise ValueError("expected a GCE project id such as my-project (no spaces or slashes)")
         return value
 
@@ -312,6 +314,7 @@ class Settings(BaseSettings):
             project=self.project,
             region=self.region,
             network=self.network,
+            network_project=self.network_project or "",
             node_tags=tuple(self.node_tags),
             cluster_id=self.cluster_id,
             base_name=self.base_name,
@@ -350,6 +353,7 @@ class Settings(BaseSettings):
             backoff_max_sec=self.gce_backoff_max_sec,
             operation_timeout_sec=self.gce_operation_timeout_sec,
             request_timeout_sec=self.gce_request_timeout_sec,
+            network_project=self.network_project or "",
         )
 
 

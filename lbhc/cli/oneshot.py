@@ -21,6 +21,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         project=args.project,
         region=args.region,
         network=args.network,
+        network_project=args.network_project,
         node_tags=args.node_tags,
         cluster_id=args.cluster_id,
         gce_endpoint=args.gce_endpoint,

@@ -91,6 +91,11 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     gce.add_argument("--project")
     gce.add_argument("--region")
     gce.add_argument("--network")
+    gce.add_argument(
+        "--network-project",
+        help="a Shared VPC's host project, where the network and its firewall rules live "
+        "(default: --project)",
+    )
     gce.add_argument("--node-tags", help="comma-separated network tags of the nodes")
     gce.add_argument("--cluster-id", help="default: a hash of the kube-system namespace UID")
     gce.add_argument(

@@ -253,6 +253,11 @@ def render_status_text(
                 f"  {finding.subject_kind} {finding.daemonset} [{finding.container}] "
                 f"{finding.kind}: {finding.message}"
             )
+    if report.firewall_command:
+        lines.append(
+            "Firewall: lbhc's rule is not there (yet); if lbhc may not write it (a Shared VPC "
+            f"host project), a network admin runs: {report.firewall_command}"
+        )
     for warning in report.warnings:
         lines.append(f"Warning: {warning}")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from lbhc.controller.trigger import Trigger
 from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
-from lbhc.model.cloud import CloudSnapshot
+from lbhc.model.cloud import CloudSnapshot, Firewall
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Action, Kind, Plan
 from lbhc.planner.applied import cloud_after
@@ -31,6 +31,7 @@ from lbhc.planner.kube_proxy import nodes_to_probe
 from lbhc.planner.planner import plan as make_plan
 from lbhc.planner.planner import shared_name_for
 from lbhc.planner.scope import ScopeMismatch
+from lbhc.planner.shared import firewall_command
 from lbhc.planner.status import LbhcCheckState, StatusReport, assess
 from lbhc.probe.prober import NodeProber
 
@@ -167,6 +168,7 @@ class Controller:
         else:
             result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
             self._report(result)
+            self._firewall_forbidden(result, the_plan)
         # Judged from the cloud as this pass left it: its own attaches count at once.
         done = [o.change for o in result.outcomes if o.status is Status.DONE] if result else []
         judged = cloud_after(cloud, done)
@@ -271,6 +273,36 @@ class Controller:
                 "Fallback",
                 "every node's kube-proxy serves /healthz again",
             )
+
+    def _firewall_forbidden(self, result: ApplyResult, the_plan: Plan) -> None:
+        """The firewall may not be written (Shared VPC): attaches waited for it, so say on
+        each Service that waits what a network admin must run, as the cloud provider's
+        FirewallChangeNeeded Event does."""
+        refused = [o for o in result.outcomes if o.forbidden and o.change.kind is Kind.FIREWALL]
+        self._metrics.firewall_change_needed.set(1 if refused else 0)
+        if not refused:
+            return
+        firewall = refused[0].change.desired
+        command = (
+            firewall_command(firewall, self._config.firewall_project)
+            if isinstance(firewall, Firewall)
+            else the_plan.firewall_command
+        )
+        note = (
+            f"lbhc may not write Firewall {refused[0].change.name} in project "
+            f"{self._config.firewall_project} ({refused[0].detail}); a network admin runs: "
+            f"{command}"
+        )
+        log.warning("%s", note)
+        waiting = {
+            o.change.service
+            for o in result.outcomes
+            if o.change.action is Action.ATTACH and o.status is Status.SKIPPED and o.change.service
+        }
+        for service in sorted(waiting) or [""]:
+            namespace, _, name = service.partition("/")
+            ref = ObjectRef("Service", name, namespace) if service else self._controller_ref
+            self._event(ref, "FirewallChangeNeeded", "Firewall", note, "Warning")
 
     def _report(self, result: ApplyResult) -> None:
         blocked = [o for o in result.outcomes if o.blocked]

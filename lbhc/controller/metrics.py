@@ -99,6 +99,13 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.firewall_change_needed = Gauge(
+            "firewall_change_needed",
+            "1 while lbhc may not write its firewall rule (403: a Shared VPC host project); "
+            "the FirewallChangeNeeded Event carries the gcloud command a network admin runs",
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.withheld = Gauge(
             "withheld_changes",
             "Removals withheld on an incomplete view",

@@ -27,6 +27,7 @@ from lbhc.gce.errors import (
     NotLeader,
     ReadOnlyViolation,
     describe,
+    is_forbidden,
     is_not_found,
     is_retryable,
     operation_error,
@@ -157,13 +158,14 @@ class GceClient:
             raise core.from_http_response(response)
         return response.json() if response.content else {}
 
-    def _wait(self, op: Any, *, regional: bool) -> None:
+    def _wait(self, op: Any, *, regional: bool, project: str = "") -> None:
         """Poll with our own operations client until DONE, then judge the error fields.
         `wait` returns within ~2 min even when the operation is not done, hence the loop; a
         poll that times out is "not done yet", bounded by the operation deadline rather than
         by the retry budget, which is for errors."""
         deadline = time.monotonic() + self.config.operation_timeout_sec
-        name, project, region = op.name, self.config.project, self.config.region
+        name, region = op.name, self.config.region
+        project = project or self.config.project
         metadata = self._metadata
 
         def poll(previous: Any) -> Any:
@@ -195,10 +197,13 @@ class GceClient:
         if error is not None:
             raise error
 
-    def _mutate(self, what: str, send: Callable[[str], Any], *, regional: bool) -> None:
+    def _mutate(
+        self, what: str, send: Callable[[str], Any], *, regional: bool, project: str = ""
+    ) -> None:
+        """`project`: where the operation lives (a firewall's is the network's project)."""
         request_id = str(uuid.uuid4())  # one id for all retries: the API dedupes on it
         op = self._call(what, lambda: send(request_id), mutating=True)
-        self._wait(op, regional=regional)
+        self._wait(op, regional=regional, project=project)
 
     def _op_from_json(self, body: dict[str, Any]) -> Any:
         import json
@@ -272,7 +277,7 @@ class GceClient:
 
     # ---- firewalls -------------------------------------------------------------------
     def get_firewall(self, name: str) -> Firewall | None:
-        project = self.config.project
+        project = self.config.firewall_project
         found = self._get_or_none(
             "get_firewall",
             lambda: self._firewalls.get(project=project, firewall=name, **self._gapic_kwargs()),
@@ -285,11 +290,14 @@ class GceClient:
             "insert_firewall",
             lambda rid: self._firewalls.insert_unary(
                 request=self._compute.InsertFirewallRequest(
-                    project=self.config.project, firewall_resource=resource, request_id=rid
+                    project=self.config.firewall_project,
+                    firewall_resource=resource,
+                    request_id=rid,
                 ),
                 **self._gapic_kwargs(),
             ),
             regional=False,
+            project=self.config.firewall_project,
         )
 
     def update_firewall(self, firewall: Firewall) -> None:
@@ -298,7 +306,7 @@ class GceClient:
             "update_firewall",
             lambda rid: self._firewalls.update_unary(
                 request=self._compute.UpdateFirewallRequest(
-                    project=self.config.project,
+                    project=self.config.firewall_project,
                     firewall=firewall.name,
                     firewall_resource=resource,
                     request_id=rid,
@@ -306,6 +314,7 @@ class GceClient:
                 **self._gapic_kwargs(),
             ),
             regional=False,
+            project=self.config.firewall_project,
         )
 
     def delete_firewall(self, name: str) -> None:
@@ -313,11 +322,12 @@ class GceClient:
             "delete_firewall",
             lambda rid: self._firewalls.delete_unary(
                 request=self._compute.DeleteFirewallRequest(
-                    project=self.config.project, firewall=name, request_id=rid
+                    project=self.config.firewall_project, firewall=name, request_id=rid
                 ),
                 **self._gapic_kwargs(),
             ),
             regional=False,
+            project=self.config.firewall_project,
         )
 
     # ---- target pools and forwarding rules ----------------------------------------------
@@ -434,7 +444,15 @@ class GceClient:
         checks: dict[str, HttpHealthCheck] = {}
         checks_complete = True
         check = self.get_http_health_check(shared_name)
-        firewall = self.get_firewall(shared_name)
+        firewall: Firewall | None = None
+        firewall_unreadable = ""
+        try:
+            firewall = self.get_firewall(shared_name)
+        except core.GoogleAPICallError as exc:
+            if not is_forbidden(exc):
+                raise
+            # A Shared VPC host project lbhc may not read: say what a network admin must do.
+            firewall_unreadable = describe(exc)
         try:
             checks = {
                 resource_path(c.self_link): c for c in self.list_http_health_checks() if c.self_link
@@ -462,4 +480,5 @@ class GceClient:
             health_checks=checks,
             health_checks_complete=checks_complete,
             pools_complete=pools_complete,
+            firewall_unreadable=firewall_unreadable,
         )

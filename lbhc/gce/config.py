@@ -24,6 +24,13 @@ class GceClientConfig:
     # Per `wait` request: the API answers within ~2 min, done or not.
     operation_poll_timeout_sec: float = 150.0
     client_id: str = ""
+    # Where the VPC network and its firewall rules live: a Shared VPC's host project; "" is
+    # `project` itself.
+    network_project: str = ""
+
+    @property
+    def firewall_project(self) -> str:
+        return self.network_project or self.project
 
 
 def make_credentials(endpoint: str) -> Any:

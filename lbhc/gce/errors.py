@@ -76,6 +76,12 @@ def _is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, requests.ConnectionError | requests.Timeout | TransportError)
 
 
+def is_forbidden(exc: BaseException) -> bool:
+    """403 that is not rate limiting: the role lacks a permission (a Shared VPC host project
+    that lbhc may not write, say)."""
+    return status_of(exc) == 403 and not RATE_LIMIT_REASONS.intersection(reasons_of(exc))
+
+
 def has_reason(exc: BaseException, reason: str) -> bool:
     return reason in reasons_of(exc)
 

@@ -32,3 +32,19 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
 
 def required_permissions() -> tuple[str, ...]:
     return tuple(sorted({p for perms in PERMISSIONS_BY_CALL.values() for p in perms}))
+
+
+# With a Shared VPC (network_project), these calls go to the host project: the firewall rule
+# lives with the network, and its operations with it.
+HOST_PROJECT_CALLS = (
+    "get_firewall",
+    "insert_firewall",
+    "update_firewall",
+    "delete_firewall",
+    "wait_global_operation",
+)
+
+
+def host_project_permissions() -> tuple[str, ...]:
+    """What the role in a Shared VPC's host project needs (the rest: the service project)."""
+    return tuple(sorted({p for call in HOST_PROJECT_CALLS for p in PERMISSIONS_BY_CALL[call]}))

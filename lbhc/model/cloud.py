@@ -113,6 +113,9 @@ class CloudSnapshot:
     health_checks_complete: bool = True
     # False when the region's pools could not be listed: which pools hold a node is unknown.
     pools_complete: bool = True
+    # Why lbhc's firewall could not be read (a 403 from a Shared VPC host project), "" if it
+    # could: then whether it exists is unknown, and nothing relying on it may be attached.
+    firewall_unreadable: str = ""
 
     @property
     def complete(self) -> bool:

@@ -112,6 +112,9 @@ class Plan:
     # lbhc's check or firewall name is taken by a resource it does not own: pools that need
     # lbhc's check cannot get it.
     shared_conflict: bool = False
+    # The gcloud command that makes lbhc's firewall, when lbhc needs it and may not (or
+    # cannot yet tell whether it may) write it itself; "" otherwise.
+    firewall_command: str = ""
 
     @property
     def has_changes(self) -> bool:
@@ -134,4 +137,5 @@ class Plan:
             "warnings": list(self.warnings),
             "withheld": [c.to_json() for c in self.withheld],
             "outOfScope": self.out_of_scope,
+            "firewallCommand": self.firewall_command,
         }

@@ -80,6 +80,7 @@ class PlannerConfig:
     project: str
     region: str
     network: str = "default"
+    network_project: str = ""  # a Shared VPC's host project; "" is `project`
     node_tags: tuple[str, ...] = ()
     cluster_id: str | None = None
     base_name: str = "k8s-l4-healthcheck"
@@ -105,3 +106,8 @@ class PlannerConfig:
     # kube-proxy DaemonSets the readiness policy covers (namespace: kube_proxy_namespace):
     # those any alternative selects.
     readiness_selectors: tuple[Selector, ...] = KNOWN_KUBE_PROXY_SELECTORS
+
+    @property
+    def firewall_project(self) -> str:
+        """Where the VPC network and its firewall rules live."""
+        return self.network_project or self.project

@@ -28,6 +28,7 @@ from lbhc.planner.scope import scope_mismatch
 from lbhc.planner.shared import (
     desired_firewall,
     desired_health_check,
+    firewall_command,
     is_owned,
     read_ledger,
     reconcile_firewall,
@@ -168,6 +169,12 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         gaps += (f"scope: {mismatch.services} Service(s) not found in the configured scope",)
     out_of_scope = mismatch.services if mismatch else 0
     conflict = not (check_owned and firewall_owned)
+    needs_firewall = wanted and (cloud.firewall is None or bool(cloud.firewall_unreadable))
+    command = (
+        firewall_command(desired_firewall(name, cluster_id, config), config.firewall_project)
+        if needs_firewall
+        else ""
+    )
     if gaps:
         withheld = tuple(c for c in ordered if c.action in DESTRUCTIVE_ACTIONS)
         if withheld:
@@ -176,8 +183,12 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
                 "change(s) withheld until a complete read"
             )
         kept = tuple(c for c in ordered if c.action not in DESTRUCTIVE_ACTIONS)
-        return Plan(name, kept, fallback, tuple(warnings), withheld, out_of_scope, conflict)
-    return Plan(name, tuple(ordered), fallback, tuple(warnings), (), out_of_scope, conflict)
+        return Plan(
+            name, kept, fallback, tuple(warnings), withheld, out_of_scope, conflict, command
+        )
+    return Plan(
+        name, tuple(ordered), fallback, tuple(warnings), (), out_of_scope, conflict, command
+    )
 
 
 def _lbhc_may_carry(coverage: PoolCoverage, config: PlannerConfig) -> bool:
@@ -257,7 +268,7 @@ def _plan_shared(
             changes.append(
                 Change(Action.DELETE, Kind.HTTP_HEALTH_CHECK, name, "no eligible Service remains")
             )
-        if firewall is not None and firewall_owned:
+        if firewall is not None and firewall_owned and not cloud.firewall_unreadable:
             changes.append(
                 Change(
                     Action.DELETE,
@@ -268,7 +279,15 @@ def _plan_shared(
             )
         return changes, False
 
-    if firewall is None:
+    if cloud.firewall_unreadable:
+        firewall_ok = False  # it may not exist: a check attached now could fail closed
+        warnings.append(
+            f"Firewall {name} in project {config.firewall_project} could not be read "
+            f"({cloud.firewall_unreadable}); nothing new is attached until lbhc can see it. "
+            "If lbhc may not manage firewalls there (a Shared VPC host project), a network "
+            f"admin runs: {firewall_command(want_firewall, config.firewall_project)}"
+        )
+    elif firewall is None:
         if may_add:
             changes.append(
                 _create(

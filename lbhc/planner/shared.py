@@ -69,7 +69,7 @@ def desired_health_check(
 def desired_firewall(name: str, cluster_id: str, config: PlannerConfig) -> Firewall:
     return Firewall(
         name=name,
-        network=network_url(config.project, config.network),
+        network=network_url(config.firewall_project, config.network),
         description=ownership_description(cluster_id),
         direction="INGRESS",
         priority=1000,
@@ -164,3 +164,20 @@ def reconcile_firewall(actual: Firewall, desired: Firewall) -> Reconciled[Firewa
 
 def same_network(actual: Firewall, desired: Firewall) -> bool:
     return resource_path(actual.network) == resource_path(desired.network)
+
+
+def firewall_command(firewall: Firewall, project: str) -> str:
+    """The gcloud command a network admin runs to make the rule lbhc may not write (a Shared
+    VPC host project), as the cloud provider's FirewallChangeNeeded Event gives one: the
+    description carries lbhc's ownership mark, so lbhc recognises the rule as its own."""
+    allowed = ",".join(
+        f"{a.ip_protocol}:{port}" for a in firewall.allowed for port in (a.ports or ("",))
+    ).rstrip(":")
+    return (
+        f"gcloud compute firewall-rules create {firewall.name} --project={project} "
+        f"--network={firewall.network.rsplit('/', 1)[-1]} --direction={firewall.direction} "
+        f"--priority={firewall.priority} --action=ALLOW --rules={allowed} "
+        f"--source-ranges={','.join(firewall.source_ranges)} "
+        f"--target-tags={','.join(firewall.target_tags)} "
+        f"--description='{firewall.description}'"
+    )

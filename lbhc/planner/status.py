@@ -89,6 +89,7 @@ class StatusReport:
     out_of_scope: int = 0
     nodes_complete: bool = True  # False: a node missing from `nodes` may still exist
     kube_proxy_selector: str = ""  # which alternative selected the Pods ("" for none)
+    firewall_command: str = ""  # how a network admin makes lbhc's rule, while it is missing
 
     @property
     def check_in_use(self) -> bool:
@@ -110,6 +111,7 @@ class StatusReport:
             "coverageCounts": self.coverage_counts(),
             "outOfScope": self.out_of_scope,
             "kubeProxySelector": self.kube_proxy_selector,
+            "firewallCommand": self.firewall_command,
             "fallback": self.fallback.to_json() if self.fallback else None,
             "drainCounts": self.drain_counts(),
             "kubeProxyHealth": self.kube_proxy.to_json(),
@@ -165,6 +167,7 @@ def assess(
         out_of_scope=plan.out_of_scope,
         nodes_complete=cluster.versions_complete,
         kube_proxy_selector=selector_text(selected) if selected else "",
+        firewall_command=plan.firewall_command,
     )
 
 

@@ -16,7 +16,7 @@ from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
 from lbhc.kube.snapshot_file import load_cluster_snapshot
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.config import PlannerConfig
-from lbhc.planner.kube_proxy import is_kube_proxy_pod
+from lbhc.planner.kube_proxy import kube_proxy_pods_by_node
 from lbhc.sandbox.kube_fake import JournalEntry, KubeFake, KubeFakeServer
 from tests.kube.conftest import (
     KUBE_SYSTEM_UID,
@@ -105,8 +105,10 @@ def test_kubectl_dump_loads_into_what_the_reader_read(dump: Dump) -> None:
     # pods the reader asked the API for by namespace and label selector.
     config = PlannerConfig(project="proj", region="us-central1")
     assert len(offline.kube_proxy_pods) == len(dump.live.kube_proxy_pods) + 2
-    kept = tuple(p for p in offline.kube_proxy_pods if is_kube_proxy_pod(p, config))
-    assert kept == dump.live.kube_proxy_pods
+    kept = kube_proxy_pods_by_node(offline.kube_proxy_pods, config).values()
+    assert sorted(p.metadata.name for p in kept) == sorted(
+        p.metadata.name for p in dump.live.kube_proxy_pods
+    )
     # Namespaces are not in this dump: the cluster id must then come from settings.
     assert (offline.kube_system_uid, dump.live.kube_system_uid) == (None, KUBE_SYSTEM_UID)
 
