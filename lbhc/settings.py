@@ -133,6 +133,8 @@ class Settings(BaseSettings):
     # "No health server" only after refusals on 3 rounds spanning at least this long: a
     # kube-proxy restarting refuses for seconds, and the verdict can withdraw the check.
     probe_refusal_window_sec: float = Field(default=60.0, ge=1, le=3600, allow_inf_nan=False)
+    # Sample GCE's own health checking (a few getHealth calls) at most this often; 0: never.
+    lb_health_sample_sec: float = Field(default=0.0, ge=0, le=86400, allow_inf_nan=False)
 
     # Kubernetes
     kubeconfig: str | None = None

@@ -146,5 +146,14 @@ def test_status_json_with_gce_health(
     assert nodes["old-1"]["lbHealth"] == "not in the pool"
     assert body["kubeProxyHealth"]["counts"]["expected-unready"] == 1
     assert body["drainCounts"]["not-draining"] == 1
+    assert body["failOpen"] is None  # node-1 serves: the check can pass
     # Read-only: status never mutates anything.
     assert compute.fake.mutating_requests() == []
+
+    compute.fake.set_instance_health(instance("node-1"), "UNHEALTHY")  # now every serving one
+    code, out, err = run(
+        capsys, "status", "--cluster-snapshot", str(path), "--lb-health", *gce_args(compute)
+    )
+    assert code == 0, err
+    assert "Warning: every serving node (1) is UNHEALTHY in target pool" in out
+    assert "fails open" in out

@@ -9,7 +9,6 @@ import argparse
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -22,28 +21,36 @@ if TYPE_CHECKING:
     from lbhc.planner.status import StatusReport
     from lbhc.settings import Settings
 
-NO_POOL = "no pool carries a kube-proxy /healthz check"
-NOT_IN_POOL = "not in the pool"  # the cloud provider removed it, or has not added it yet
-HTTP_BAD_REQUEST = 400
-
 
 def status(args: argparse.Namespace) -> int:
     from lbhc.cli.oneshot import read_cluster, settings_from
     from lbhc.gce.client import GceClient
+    from lbhc.planner.fail_open import fail_open
 
     settings = settings_from(args)
     gce = GceClient(settings.gce_client_config(read_only=True))
     first_unhealthy: dict[str, Unhealthy] = {}
     seen: dict[str, str] = {}
+    failing_since: float | None = None
     while True:
         cluster = read_cluster(args, settings)
         report = _assess(cluster, gce, settings)
         lb_health = lb_health_by_node(cluster, report, gce, settings) if args.lb_health else {}
-        track_unhealthy(lb_health, seen, first_unhealthy, time.time())
-        if args.output == "json":
-            print(json.dumps(status_json(report, lb_health, first_unhealthy), indent=2))
+        now = time.time()
+        track_unhealthy(lb_health, seen, first_unhealthy, now)
+        failing = fail_open(report, lb_health)
+        warning = ""
+        if failing is None:
+            failing_since = None
         else:
-            print(render_status_text(report, lb_health, first_unhealthy))
+            failing_since = failing_since or now
+            warning = failing.message(now - failing_since if args.watch else None)
+        if args.output == "json":
+            body = status_json(report, lb_health, first_unhealthy)
+            print(json.dumps({**body, "failOpen": warning or None}, indent=2))
+        else:
+            text = render_status_text(report, lb_health, first_unhealthy)
+            print(text + (f"\nWarning: {warning}" if warning else ""))
         if not args.watch:
             return EXIT_OK
         sys.stdout.flush()
@@ -69,33 +76,16 @@ def lb_health_by_node(
     """One getHealth per node, in the first pool (by name) carrying a kube-proxy /healthz
     check, whoever owns it: every such pool probes the same port and path, so one is
     representative."""
+    from lbhc.gce.lb_health import NO_POOL, node_health
     from lbhc.model.cloud import instance_url
-    from lbhc.planner.coverage import KUBE_PROXY_COVERED
+    from lbhc.planner.fail_open import sampled_pool
 
-    pools = sorted(s.pool for s in report.services if s.pool and s.coverage in KUBE_PROXY_COVERED)
-    if not pools:
+    sampled = sampled_pool(report)
+    if sampled is None:
         return {node.name: NO_POOL for node in cluster.nodes}
     zone = f"{settings.region}-a"
-
-    def one(node_name: str, instance: str) -> tuple[str, str]:
-        try:
-            states = gce.get_health(pools[0], instance)
-        except Exception as exc:  # not in the pool (400), or unreadable: say so, go on
-            if getattr(exc, "code", None) == HTTP_BAD_REQUEST:
-                return node_name, NOT_IN_POOL
-            from lbhc.gce.errors import result_label
-
-            return node_name, f"unknown ({result_label(exc)})"
-        if not states:
-            return node_name, "unknown"
-        return node_name, "HEALTHY" if all(s == "HEALTHY" for s in states) else "UNHEALTHY"
-
-    with ThreadPoolExecutor(settings.max_concurrent_pool_calls) as pool:
-        jobs = [
-            pool.submit(one, node.name, instance_url(node, settings.project, zone))
-            for node in cluster.nodes
-        ]
-        return dict(job.result() for job in jobs)
+    instances = {node.name: instance_url(node, settings.project, zone) for node in cluster.nodes}
+    return node_health(gce, sampled[0], instances, settings.max_concurrent_pool_calls)
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,7 @@ class ControllerApp:
                     dry_run=self.options.dry_run,
                     resync_period=self.options.resync_period,
                     max_concurrency=self.settings.max_concurrent_pool_calls,
+                    lb_health_sample_sec=self.settings.lb_health_sample_sec,
                 ),
                 may_write=self.elector.may_write if self.elector else lambda: True,
                 enforcer=self._enforcer() if enforce else None,

@@ -15,6 +15,7 @@ from lbhc.controller.awareness import KubeProxyReporter
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.cache import ClusterCache
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
+from lbhc.controller.lb_sampler import FailOpenWatch
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
@@ -56,6 +57,7 @@ class ControllerOptions:
     resync_period: float = 300.0
     max_concurrency: int = 32
     coalesce_sec: float = 0.05
+    lb_health_sample_sec: float = 0.0  # 0: GCE's health checking is never sampled
 
 
 class Controller:
@@ -88,6 +90,9 @@ class Controller:
         self._enforcer = enforcer
         self._cloud_provider_uid = cloud_provider_uid
         self._reporter = KubeProxyReporter(metrics, self._record, controller_ref)
+        self._fail_open = FailOpenWatch(
+            gce, config, metrics, self._record, controller_ref, options.lb_health_sample_sec
+        )
         self.last_plan: Plan | None = None
         self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
@@ -196,6 +201,7 @@ class Controller:
             self.last_report = report
             self._count_pools(report, the_plan)
             self._reporter.observe(report)
+            self._fail_open.observe(cluster, cloud, report)
             if self._enforcer is None or self._options.dry_run:
                 for patch in report.readiness.patches:
                     log.info(

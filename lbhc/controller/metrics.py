@@ -99,6 +99,13 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.pools_failing_open = Gauge(
+            "pools_failing_open",
+            "1 while every sampled serving node stays UNHEALTHY in a pool with a kube-proxy "
+            "/healthz check, longer than its drain bound (lb_health_sample_sec)",
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.firewall_change_needed = Gauge(
             "firewall_change_needed",
             "1 while lbhc may not write its firewall rule (403: a Shared VPC host project); "
