@@ -43,7 +43,9 @@ def test_no_gce_read_before_the_caches_have_synced() -> None:
     with world() as w:
         pool = w.add_service("web")
         w.kube.faults.fail_requests(times=3, status=500, path_contains="/pods")
-        app = w.start()
+        # One selector needs no detection list at startup, so the failures land on the
+        # Pod reflector while the other stores sync.
+        app = w.start(settings={"kube_proxy_selector": "k8s-app=kube-proxy"})
         # The reflector retries with backoff; by its third failure the other lists have
         # long landed, so a pass that did not wait would have read GCE by now.
         wait_for(lambda: failed_pod_lists(w) >= 3, timeout=20, what="three failed pod lists")

@@ -21,12 +21,17 @@ def node_json(rv: str, **extra: object) -> Node:
     return Node.model_validate(body)
 
 
-def test_heartbeat_is_not_a_change_but_a_taint_is() -> None:
+def test_heartbeat_is_not_a_change_but_readiness_and_a_taint_are() -> None:
     cache = ClusterCache("uid")
-    cache.replace(Resource.NODES, [node_json("1")])
-    # A heartbeat: new resourceVersion, conditions lbhc does not read.
-    heartbeat = node_json("2", status={"conditions": [{"type": "Ready", "status": "True"}]})
+    ready = {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-25T10:00:00Z"}
+    cache.replace(Resource.NODES, [node_json("1", status={"conditions": [ready]})])
+    # A heartbeat: new resourceVersion and heartbeat time, the same Ready status.
+    beat = {**ready, "lastHeartbeatTime": "2026-11-25T10:00:10Z"}
+    heartbeat = node_json("2", status={"conditions": [beat]})
     assert cache.apply(Resource.NODES, "MODIFIED", heartbeat) is False
+    not_ready = node_json("2", status={"conditions": [{**beat, "status": "False"}]})
+    assert cache.apply(Resource.NODES, "MODIFIED", not_ready) is True
+    assert cache.apply(Resource.NODES, "MODIFIED", heartbeat) is True
     tainted = node_json(
         "3", spec={"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]}
     )
