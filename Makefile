@@ -50,13 +50,13 @@ try: $(STAMP)
 	$(BIN)/lbhc plan --cluster-snapshot examples/cluster.json --project demo-project \
 		--region us-central1 --node-tags gke-demo-node --gce-endpoint $$url
 
-# Issue 7's scenarios (and the planner and latency benches), each in its own process, into
+# The scale scenarios (and the planner and latency benches), each in its own process, into
 # one results file; compared with the previous file when there is one. Not part of make test.
 BENCH_JSON ?= bench-results.json
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run_all --json $(BENCH_JSON) $(if $(wildcard $(BENCH_JSON)),--compare $(BENCH_JSON))
 
-# Issue 8's reliability suites at full size (kill -9 trials, soak, fault classes, fuzzing,
+# The reliability suites at full size (kill -9 trials, soak, fault classes, fuzzing,
 # the credential scan), figures into chaos-results.jsonl for docs/reliability.md.
 # make test runs their short seeded versions.
 CHAOS_JSON ?= chaos-results.jsonl

@@ -1,4 +1,4 @@
-"""Issue 7, scenario 3: a burst of new Services against a realistic Compute API.
+"""Scale scenario 3: a burst of new Services against a realistic Compute API.
 
 500 new Cluster Services appear at once (each target pool created just before its Service,
 as if the cloud provider had been quick) in a cluster lbhc already converged. Every GCE

@@ -1,4 +1,4 @@
-"""Benchmarks for the watch cache: issue 3's numbers and issue 7's scenarios 4 and 5.
+"""Benchmarks for the watch cache: its own numbers and the scale scenarios 4 and 5.
 Run: `python -m tests.bench.cache_bench --json PATH` (or through run_all).
 
 1. Initial list and decode of 5,000 Nodes, 10,000 Services, 5,000 kube-proxy Pods: decode
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(memory_child(side, Path(directory))))
         return 0
     nodes, services, pods = objects.cluster(args.nodes, args.services)
-    figures: dict[str, Any] = {"scenario": "4 memory, 5 watch throughput (and issue 3)"}
+    figures: dict[str, Any] = {"scenario": "4 memory, 5 watch throughput (and the cache's own)"}
     figures.update(bench_decode(nodes, services, pods))
     if not args.skip_memory:
         figures.update(bench_memory(nodes, services, pods))

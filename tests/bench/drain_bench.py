@@ -1,4 +1,4 @@
-"""Issue 7, scenario 6: drain time, taint -> UNHEALTHY in getHealth, with real HTTP probing.
+"""Scale scenario 6: drain time, taint -> UNHEALTHY in getHealth, with real HTTP probing.
 
 In the sandbox (lbhc/sandbox: kube-apiserver fake, Compute fake whose getHealth is answered
 by an HTTP prober, one emulated kube-proxy health server per node) the real controller

@@ -1,4 +1,4 @@
-"""Benchmarks for the reconciliation core (issue 2's numbers). Run: `make bench`.
+"""Benchmarks for the reconciliation core. Run: `make bench`.
 
 1. Planning time for N Services and M nodes (pure planner, best of several runs).
 2. GCE calls to converge from nothing, through the real client and the Compute fake.

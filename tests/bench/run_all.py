@@ -5,9 +5,9 @@ status. `--compare PATH` (the last results file) prints what changed and which t
 regressed. Run: `python -m tests.bench.run_all --json bench-results.json --compare
 bench-results.json` (the old file is read before it is overwritten).
 
-Issue 7's scenarios: 1-2 scale_bench, 3 burst_bench, 4-5 cache_bench, 6 drain_bench,
+The scale scenarios: 1-2 scale_bench, 3 burst_bench, 4-5 cache_bench, 6 drain_bench,
 7 startup_bench; plan_bench (planner at 10,000 Services / 5,000 nodes) and
-controller_bench (event-to-attached latency) are issue 2's and 3's, run alongside.
+controller_bench (event-to-attached latency) run alongside.
 """
 
 from __future__ import annotations
@@ -62,13 +62,13 @@ BENCHES: dict[str, tuple[str, str, list[str], list[str]]] = {
     ),
     "plan": (
         "tests.bench.plan_bench",
-        "planner at scale (issue 2)",
+        "planner at scale",
         [],
         ["--services", "200", "--nodes", "100", "--gce-services", "50", "--repeats", "1"],
     ),
     "controller": (
         "tests.bench.controller_bench",
-        "event to attached (issue 3)",
+        "event to attached",
         [],
         ["--services", "5", "--warm", "3"],
     ),

@@ -1,4 +1,4 @@
-"""Issue 7, scenarios 1 and 2: cold start at scale, then steady-state resyncs.
+"""Scale scenarios 1 and 2: cold start at scale, then steady-state resyncs.
 
 1. Cold start: 5,000 nodes, 1,000 LoadBalancer Services (800 Cluster, 200 Local), their
    5,000 kube-proxy Pods, a zero-latency Compute fake. The real controller (ControllerApp)

@@ -1,4 +1,4 @@
-"""Issue 7, scenario 7: start-up, from process start to ready, with the time and RSS of each
+"""Scale scenario 7: start-up, from process start to ready, with the time and RSS of each
 step, on the converged 5,000-node / 1,000-Service cluster of scenario 1 (a restart: what a
 rolling update or a rescheduled Pod does).
 

@@ -1,4 +1,4 @@
-"""A burst of Service events (issue 8: 10,000 in the full run): Services created with their
+"""A burst of Service events (10,000 in the full run): Services created with their
 load balancers, then relabelled and flipped between Cluster and Local at random, as fast as
 the API takes them. What the end state must be is read back from the API afterwards."""
 

@@ -1,4 +1,4 @@
-"""Compute API faults against the real controller over real HTTP (issue 8). Every fault
+"""Compute API faults against the real controller over real HTTP. Every fault
 class ends converged to the planner's desired state, or in a reported, stable conflict,
 inside a bound derived from the settings and the fault, within the retry budget, with no
 duplicate shared resource and nothing foreign touched. `make test` runs the cases marked

@@ -1,4 +1,4 @@
-"""Kubernetes API faults against the real controller over HTTP (issue 8): watch streams cut
+"""Kubernetes API faults against the real controller over HTTP: watch streams cut
 between events and in the middle of one, 410 Gone on a watch and on a list's continue token,
 lists and watches slower than lbhc's read timeouts (full run) or merely slow, empty answers,
 and the API server down (503, connections reset, connections refused) for minutes (full run)

@@ -1,4 +1,4 @@
-"""Two and three electing replicas with forced lease loss (issue 8): the leader's renews
+"""Two and three electing replicas with forced lease loss: the leader's renews
 rejected (500, 503, 429 on the Lease), its API access refused, reset, failing or hanging,
 while GCE operations are slow and the leader is in the middle of an apply. Every mutating
 Compute call must come from the lease holder of the moment (tests/chaos/lease_windows.py),

@@ -1,4 +1,4 @@
-"""The seeded soak (issue 8): the real controller, leader election on, in the full sandbox
+"""The seeded soak: the real controller, leader election on, in the full sandbox
 (real HTTP probing by GCE's emulated checker, one emulated kube-proxy per node, the cloud
 provider's service controller) through random cluster churn under random Compute and
 Kubernetes faults. After every step, once the faults are lifted, the cloud must reach the
