@@ -19,7 +19,7 @@ from lbhc.gce.errors import (
     is_not_found,
     is_not_found_in,
 )
-from lbhc.model.cloud import Firewall, HttpHealthCheck
+from lbhc.model.cloud import Firewall, HttpHealthCheck, resource_name
 from lbhc.model.plan import Action, Change, Kind, Plan
 from lbhc.planner.shared import owner_of, read_ledger
 
@@ -253,7 +253,7 @@ class Executor:
                 return Outcome(change, Status.DONE, "target pool no longer exists")
             self._gce.add_health_check(change.name, change.health_check_url)
             return Outcome(change, Status.FAILED, f"{describe(exc)}; lbhc's check put back")
-        return Outcome(change, Status.DONE, f"gave back {change.restores.rsplit('/', 1)[-1]}")
+        return Outcome(change, Status.DONE, f"gave back {resource_name(change.restores)}")
 
     def _delete(self, change: Change) -> Outcome:
         delete = (

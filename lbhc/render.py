@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from lbhc.executor import ApplyResult, Status
+from lbhc.model.cloud import resource_name
 from lbhc.model.plan import Action, Change, Plan
 
 _SYMBOL = {
@@ -26,7 +27,7 @@ def render_change(change: Change) -> list[str]:
     symbol = _SYMBOL[change.action]
     title = f"  {symbol} {change.kind} {change.name}"
     if change.action in (Action.ATTACH, Action.DETACH):
-        title += f" ({change.action.value} {change.health_check_url.rsplit('/', 1)[-1]})"
+        title += f" ({change.action.value} {resource_name(change.health_check_url)})"
     lines = [title, f"      # {change.reason}"]
     width = max((len(k) for k in change.diff), default=0)
     for field, delta in change.diff.items():

@@ -18,6 +18,11 @@ def resource_path(url: str) -> str:
     return url[index:] if index >= 0 else url
 
 
+def resource_name(url: str) -> str:
+    """A resource's name: the last segment of its URL or path."""
+    return url.rsplit("/", 1)[-1]
+
+
 def http_health_check_url(project: str, name: str) -> str:
     return f"{COMPUTE_URL_PREFIX}projects/{project}/global/httpHealthChecks/{name}"
 
@@ -127,7 +132,7 @@ class CloudSnapshot:
         ours = self.health_check
         if ours is not None:
             link = resource_path(ours.self_link) if ours.self_link else ""
-            if link == path or (not link and path.rsplit("/", 1)[-1] == ours.name):
+            if link == path or (not link and resource_name(path) == ours.name):
                 return ours
         return self.health_checks.get(path)
 

@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lbhc.model.cloud import CloudSnapshot, HttpHealthCheck, TargetPool, resource_path
+from lbhc.model.cloud import (
+    CloudSnapshot,
+    HttpHealthCheck,
+    TargetPool,
+    resource_name,
+    resource_path,
+)
 from lbhc.planner.claims import PoolClaim
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.services import uses_cluster_traffic_policy
@@ -43,7 +49,7 @@ class PoolCoverage:
 
     @property
     def check_name(self) -> str:
-        return self.check_url.rsplit("/", 1)[-1] if self.check_url else ""
+        return resource_name(self.check_url) if self.check_url else ""
 
 
 def cloud_provider_check_name(uid: str) -> str:
@@ -84,7 +90,7 @@ def classify(
         return PoolCoverage(Coverage.NONE)
     if resource_path(carried) == resource_path(our_url):
         return PoolCoverage(Coverage.LBHC, carried, check)
-    name = carried.rsplit("/", 1)[-1]
+    name = resource_name(carried)
     if cloud_provider_uid and name == cloud_provider_check_name(cloud_provider_uid):
         return PoolCoverage(Coverage.CLOUD_PROVIDER, carried, check)
     if check is not None and probes_kube_proxy_healthz(check, config):

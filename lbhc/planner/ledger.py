@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lbhc.model.cloud import resource_path
+from lbhc.model.cloud import COMPUTE_URL_PREFIX, resource_path
 
 CODE_LENGTH = 8
 # The Compute API's description limit as lbhc's fake enforces it (the API does not document
@@ -42,6 +42,11 @@ class TakeoverLedger:
 
     def recorded_for(self, pool_name: str) -> str | None:
         return self.entries.get(ledger_code(pool_name))
+
+    def recorded_url(self, pool_name: str) -> str:
+        """The recorded check as a full URL, as a pool's `healthChecks` holds it ("" if none)."""
+        path = self.recorded_for(pool_name)
+        return COMPUTE_URL_PREFIX + path if path else ""
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lbhc.model.cloud import COMPUTE_URL_PREFIX, CloudSnapshot, TargetPool, resource_path
+from lbhc.model.cloud import CloudSnapshot, TargetPool, resource_name, resource_path
 from lbhc.model.plan import Action, Change, FieldChange, Kind
 from lbhc.planner.claims import PoolClaim, carries
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
@@ -62,12 +62,10 @@ def plan_pool_changes(
                     f"target pool {pool.name} carries our health check but no Service of this "
                     "cluster claims it; left alone (is another cluster using the same cluster id?)"
                 )
-            elif not pool.health_checks and ctx.ledger.recorded_for(pool.name):
+            elif not pool.health_checks and (url := _give_back_url(pool, ctx, warnings)):
                 # lbhc provably emptied it (a takeover cut between remove and add) and its
                 # Service is gone or unprovable: give the check back before the ledger can go.
-                url = _give_back_url(pool, ctx.ledger.recorded_for(pool.name), ctx, warnings)
-                if url:
-                    changes.append(_give_back(pool, url, "its takeover was never finished", ""))
+                changes.append(give_back_change(pool, url, "its takeover was never finished", ""))
             continue
         planned, needs = _plan_pool(pool, claim, coverage[pool.name], ctx, warnings)
         changes.extend(planned)
@@ -87,10 +85,9 @@ def _plan_pool(
 ) -> tuple[list[Change], bool]:
     """(changes, whether the pool needs lbhc's check)."""
     eligible = claim.eligible_reason is None
-    recorded = ctx.ledger.recorded_for(pool.name)
     # A recorded check is a Cluster pool's: never given to a pool whose Service went Local.
     cluster_policy = uses_cluster_traffic_policy(claim.service)
-    give_back = _give_back_url(pool, recorded, ctx, warnings) if cluster_policy else ""
+    give_back = _give_back_url(pool, ctx, warnings) if cluster_policy else ""
     service = claim.service.key
 
     if carries(pool, ctx.our_url):
@@ -99,19 +96,19 @@ def _plan_pool(
             reason = "health_check_mode is coexist: the check lbhc replaced goes back"
         if reason is None:
             return [], eligible
-        return [_detach(pool, ctx.our_url, reason, service, give_back)], (
+        return [detach_change(pool, ctx.our_url, reason, service, give_back)], (
             eligible and ctx.withdraw_reason is not None
         )
 
     if not pool.health_checks:
         if give_back and (not eligible or ctx.withdraw_reason or not ctx.takeover):
             why = ctx.withdraw_reason or claim.eligible_reason or "health_check_mode is coexist"
-            return [_give_back(pool, give_back, why, service)], False
+            return [give_back_change(pool, give_back, why, service)], False
         if not eligible or coverage.kind is not Coverage.NONE:
             return [], False
         if ctx.withdraw_reason is None and ctx.attach_allowed:
             why = f"Service {service} (externalTrafficPolicy=Cluster) has no health check"
-            return [_attach(pool, ctx.our_url, why, service)], True
+            return [attach_change(pool, ctx.our_url, why, service)], True
         return [], True
 
     if not eligible or coverage.kind not in _REPLACEABLE:
@@ -127,20 +124,17 @@ def _plan_pool(
     if ctx.withdraw_reason is not None or not ctx.attach_allowed:
         return [], True
     why = f"Service {service}: taking over from {describe_check(coverage)} (takeover mode)"
-    return [_attach(pool, ctx.our_url, why, service, replaces=coverage.check_url)], True
+    return [attach_change(pool, ctx.our_url, why, service, replaces=coverage.check_url)], True
 
 
-def _give_back_url(
-    pool: TargetPool, recorded: str | None, ctx: PoolContext, warnings: list[str]
-) -> str:
-    """The recorded check's URL, or "" when there is none or it no longer exists (the cloud
-    provider deletes its node check once no pool uses it): then there is nothing to give."""
-    if recorded is None:
-        return ""
-    url = COMPUTE_URL_PREFIX + resource_path(recorded)
-    if ctx.cloud.check_gone(url):
+def _give_back_url(pool: TargetPool, ctx: PoolContext, warnings: list[str]) -> str:
+    """The check lbhc replaced on the pool, or "" when none is recorded or it no longer
+    exists (the cloud provider deletes its node check once no pool uses it): then there is
+    nothing to give."""
+    url = ctx.ledger.recorded_url(pool.name)
+    if url and ctx.cloud.check_gone(url):
         warnings.append(
-            f"target pool {pool.name}: the check lbhc replaced, {recorded.rsplit('/', 1)[-1]}, "
+            f"target pool {pool.name}: the check lbhc replaced, {resource_name(url)}, "
             "no longer exists, so it cannot be given back yet (the cloud provider deletes its "
             "node check when no pool uses it, and makes it again with its next load "
             "balancer); the record is kept"
@@ -149,7 +143,12 @@ def _give_back_url(
     return url
 
 
-def _attach(pool: TargetPool, url: str, reason: str, service: str, *, replaces: str = "") -> Change:
+# The pool changes, shared with teardown.
+
+
+def attach_change(
+    pool: TargetPool, url: str, reason: str, service: str, *, replaces: str = ""
+) -> Change:
     diff = {"healthChecks": FieldChange(list(pool.health_checks), [url])}
     return Change(
         Action.ATTACH,
@@ -163,16 +162,20 @@ def _attach(pool: TargetPool, url: str, reason: str, service: str, *, replaces: 
     )
 
 
-def _give_back(pool: TargetPool, url: str, reason: str, service: str) -> Change:
-    change = _attach(pool, url, f"giving back {url.rsplit('/', 1)[-1]}: {reason}", service)
+def give_back_change(pool: TargetPool, url: str, reason: str, service: str) -> Change:
+    """Puts a recorded check back on a pool left with none."""
+    change = attach_change(pool, url, f"giving back {resource_name(url)}: {reason}", service)
     return dataclasses.replace(change, restores=url)
 
 
-def _detach(pool: TargetPool, url: str, reason: str, service: str, give_back: str) -> Change:
+def detach_change(
+    pool: TargetPool, url: str, reason: str, service: str, give_back: str = ""
+) -> Change:
+    """Takes `url` off the pool and, with `give_back`, puts the recorded check back on."""
     remaining = [u for u in pool.health_checks if resource_path(u) != resource_path(url)]
     if give_back:
         remaining.append(give_back)
-        reason = f"{reason}; giving back {give_back.rsplit('/', 1)[-1]}"
+        reason = f"{reason}; giving back {resource_name(give_back)}"
     diff = {"healthChecks": FieldChange(list(pool.health_checks), remaining)}
     return Change(
         Action.DETACH,

@@ -13,6 +13,7 @@ from lbhc.model.cloud import (
     allowed_to_json,
     network_url,
     parse_description,
+    resource_name,
     resource_path,
 )
 from lbhc.model.plan import FieldChange
@@ -175,7 +176,7 @@ def firewall_command(firewall: Firewall, project: str) -> str:
     ).rstrip(":")
     return (
         f"gcloud compute firewall-rules create {firewall.name} --project={project} "
-        f"--network={firewall.network.rsplit('/', 1)[-1]} --direction={firewall.direction} "
+        f"--network={resource_name(firewall.network)} --direction={firewall.direction} "
         f"--priority={firewall.priority} --action=ALLOW --rules={allowed} "
         f"--source-ranges={','.join(firewall.source_ranges)} "
         f"--target-tags={','.join(firewall.target_tags)} "

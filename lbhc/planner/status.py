@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from lbhc.model.cloud import CloudSnapshot, http_health_check_url
+from lbhc.model.cloud import CloudSnapshot, http_health_check_url, resource_name
 from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.model.plan import Action, Fallback, Plan
 from lbhc.planner.capabilities import KubeProxyFacts
@@ -212,7 +212,7 @@ class _ServiceJudge:
             return state, claim.eligible_reason
         if cover.kind is Coverage.LBHC:
             recorded = self._ledger.recorded_for(pool)
-            taken = f" (taken over from {recorded.rsplit('/', 1)[-1]})" if recorded else ""
+            taken = f" (taken over from {resource_name(recorded)})" if recorded else ""
             return LbhcCheckState.ATTACHED, f"carries lbhc's check{taken}"
         if pool in self._pending:
             verb = "takes over" if cover.kind is not Coverage.NONE else "attaches its own"

@@ -5,9 +5,10 @@ its firewall."""
 
 from __future__ import annotations
 
-from lbhc.model.cloud import COMPUTE_URL_PREFIX, CloudSnapshot, resource_path
-from lbhc.model.plan import Action, Change, FieldChange, Kind, Plan
+from lbhc.model.cloud import CloudSnapshot, resource_name
+from lbhc.model.plan import Action, Change, Kind, Plan
 from lbhc.planner.claims import carries
+from lbhc.planner.pools import detach_change, give_back_change
 from lbhc.planner.shared import is_owned, read_ledger
 
 
@@ -27,18 +28,17 @@ def plan_teardown(cloud: CloudSnapshot, name: str, cluster_id: str, check_url: s
 
     pool_changes: list[Change] = []
     for pool in sorted(cloud.target_pools, key=lambda p: p.name):
-        recorded = ledger.recorded_for(pool.name)
-        give_back = COMPUTE_URL_PREFIX + resource_path(recorded) if recorded else ""
+        give_back = ledger.recorded_url(pool.name)
         if give_back and cloud.check_gone(give_back):
             warnings.append(
-                f"target pool {pool.name}: {give_back.rsplit('/', 1)[-1]}, which lbhc replaced, "
+                f"target pool {pool.name}: {resource_name(give_back)}, which lbhc replaced, "
                 "no longer exists; the pool is left with no health check"
             )
             give_back = ""
         if check_owned and carries(pool, check_url):
-            pool_changes.append(_detach(pool.name, pool.health_checks, check_url, give_back))
+            pool_changes.append(detach_change(pool, check_url, "teardown", "", give_back))
         elif give_back and not pool.health_checks:  # cut between remove and add
-            pool_changes.append(_give_back(pool.name, give_back))
+            pool_changes.append(give_back_change(pool, give_back, "teardown", ""))
 
     deletes: list[Change] = []
     if check_owned:
@@ -56,32 +56,3 @@ def plan_teardown(cloud: CloudSnapshot, name: str, cluster_id: str, check_url: s
         )
         return Plan(name, tuple(pool_changes), None, tuple(warnings), tuple(deletes))
     return Plan(name, tuple(pool_changes + deletes), None, tuple(warnings))
-
-
-def _detach(pool: str, carried: tuple[str, ...], url: str, give_back: str) -> Change:
-    remaining = [u for u in carried if resource_path(u) != resource_path(url)]
-    reason = "teardown"
-    if give_back:
-        remaining.append(give_back)
-        reason = f"teardown; giving back {give_back.rsplit('/', 1)[-1]}, which lbhc replaced"
-    return Change(
-        Action.DETACH,
-        Kind.TARGET_POOL,
-        pool,
-        reason,
-        {"healthChecks": FieldChange(list(carried), remaining)},
-        health_check_url=url,
-        restores=give_back,
-    )
-
-
-def _give_back(pool: str, url: str) -> Change:
-    return Change(
-        Action.ATTACH,
-        Kind.TARGET_POOL,
-        pool,
-        f"teardown; giving back {url.rsplit('/', 1)[-1]}, which lbhc replaced",
-        {"healthChecks": FieldChange([], [url])},
-        health_check_url=url,
-        restores=url,
-    )
