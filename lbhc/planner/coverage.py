@@ -39,6 +39,8 @@ class Coverage(StrEnum):
 
 # Coverage kinds whose check already drains a node being deleted, as lbhc's would.
 KUBE_PROXY_COVERED = frozenset({Coverage.LBHC, Coverage.CLOUD_PROVIDER, Coverage.EQUIVALENT})
+# Kinds whose check is not lbhc's yet that lbhc replaces in takeover mode.
+TAKEOVER_REPLACES = frozenset({Coverage.CLOUD_PROVIDER, Coverage.EQUIVALENT, Coverage.OTHER_CHECK})
 
 
 @dataclass(frozen=True, slots=True)

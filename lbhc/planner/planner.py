@@ -18,7 +18,7 @@ from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import DESTRUCTIVE_ACTIONS, Action, Change, FieldChange, Kind, Plan
 from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
-from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool
+from lbhc.planner.coverage import TAKEOVER_REPLACES, Coverage, PoolCoverage, coverage_by_pool
 from lbhc.planner.fallback import decide_fallback
 from lbhc.planner.kube_proxy import facts_by_node
 from lbhc.planner.ledger import TakeoverLedger
@@ -175,30 +175,30 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         if needs_firewall
         else ""
     )
-    if gaps:
-        withheld = tuple(c for c in ordered if c.action in DESTRUCTIVE_ACTIONS)
-        if withheld:
-            warnings.append(
-                f"incomplete view ({'; '.join(gaps)}): {len(withheld)} detach/delete "
-                "change(s) withheld until a complete read"
-            )
-        kept = tuple(c for c in ordered if c.action not in DESTRUCTIVE_ACTIONS)
-        return Plan(
-            name, kept, fallback, tuple(warnings), withheld, out_of_scope, conflict, command
+    # An incomplete view may hide what still uses a resource: nothing is removed from it.
+    withheld = tuple(c for c in ordered if gaps and c.action in DESTRUCTIVE_ACTIONS)
+    if withheld:
+        warnings.append(
+            f"incomplete view ({'; '.join(gaps)}): {len(withheld)} detach/delete "
+            "change(s) withheld until a complete read"
         )
     return Plan(
-        name, tuple(ordered), fallback, tuple(warnings), (), out_of_scope, conflict, command
+        name,
+        tuple(c for c in ordered if not (gaps and c.action in DESTRUCTIVE_ACTIONS)),
+        fallback,
+        tuple(warnings),
+        withheld,
+        out_of_scope=out_of_scope,
+        shared_conflict=conflict,
+        firewall_command=command,
     )
 
 
 def _lbhc_may_carry(coverage: PoolCoverage, config: PlannerConfig) -> bool:
     if coverage.kind in (Coverage.LBHC, Coverage.NONE):
         return True
-    return config.health_check_mode is HealthCheckMode.TAKEOVER and coverage.kind in (
-        Coverage.CLOUD_PROVIDER,
-        Coverage.EQUIVALENT,
-        Coverage.OTHER_CHECK,
-    )
+    takeover = config.health_check_mode is HealthCheckMode.TAKEOVER
+    return takeover and coverage.kind in TAKEOVER_REPLACES
 
 
 def _covered_by_others(claims: dict[str, PoolClaim], coverage: dict[str, PoolCoverage]) -> int:

@@ -11,12 +11,9 @@ from lbhc.model.cloud import CloudSnapshot, TargetPool, resource_name, resource_
 from lbhc.model.plan import Action, Change, FieldChange, Kind
 from lbhc.planner.claims import PoolClaim, carries
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
-from lbhc.planner.coverage import Coverage, PoolCoverage, describe_check
+from lbhc.planner.coverage import TAKEOVER_REPLACES, Coverage, PoolCoverage, describe_check
 from lbhc.planner.ledger import TakeoverLedger
 from lbhc.planner.services import uses_cluster_traffic_policy
-
-# Covered by a check lbhc may replace only in takeover mode.
-_REPLACEABLE = frozenset({Coverage.CLOUD_PROVIDER, Coverage.EQUIVALENT, Coverage.OTHER_CHECK})
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ def _plan_pool(
             return [attach_change(pool, ctx.our_url, why, service)], True
         return [], True
 
-    if not eligible or coverage.kind not in _REPLACEABLE:
+    if not eligible or coverage.kind not in TAKEOVER_REPLACES:
         return [], False
     if not ctx.takeover:
         if coverage.kind is Coverage.OTHER_CHECK:
