@@ -77,14 +77,13 @@ def lb_health_by_node(
     check, whoever owns it: every such pool probes the same port and path, so one is
     representative."""
     from lbhc.gce.lb_health import NO_POOL, node_health
-    from lbhc.model.cloud import instance_url
+    from lbhc.model.cloud import instance_urls
     from lbhc.planner.fail_open import sampled_pool
 
     sampled = sampled_pool(report)
     if sampled is None:
         return {node.name: NO_POOL for node in cluster.nodes}
-    zone = f"{settings.region}-a"
-    instances = {node.name: instance_url(node, settings.project, zone) for node in cluster.nodes}
+    instances = instance_urls(cluster.nodes, settings.project, settings.region)
     return node_health(gce, sampled[0], instances, settings.max_concurrent_pool_calls)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
 from lbhc.gce.lb_health import HealthReader, node_health
-from lbhc.model.cloud import CloudSnapshot, http_health_check_url, instance_url
+from lbhc.model.cloud import CloudSnapshot, http_health_check_url, instance_urls
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.coverage import CLOUD_PROVIDER_DRAIN_BOUND_SEC, drain_bound_seconds
@@ -52,12 +52,8 @@ class FailOpenWatch:
         if sampled is None or not serving:
             self._clear()
             return
-        zone = f"{self._config.region}-a"
-        instances = {
-            n.name: instance_url(n, self._config.project, zone)
-            for n in cluster.nodes
-            if n.name in serving
-        }
+        nodes = (n for n in cluster.nodes if n.name in serving)
+        instances = instance_urls(nodes, self._config.project, self._config.region)
         failing = fail_open(report, node_health(self._gce, sampled[0], instances, SAMPLED_NODES))
         if failing is None:
             self._clear()

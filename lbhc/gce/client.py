@@ -237,22 +237,15 @@ class GceClient:
         """Every legacy check of the project: what the pools really carry (the cloud
         provider's node check, per-Service checks, anyone's), as partial responses."""
 
-        def page(token: str) -> dict[str, Any]:
+        def page(token: str) -> tuple[list[Any], str]:
             params = {"maxResults": str(PAGE_SIZE), "fields": CHECK_FIELDS}
             if token:
                 params["pageToken"] = token
-            return self._http("GET", "/global/httpHealthChecks", params=params)
+            body = self._http("GET", "/global/httpHealthChecks", params=params)
+            return body.get("items", []), body.get("nextPageToken", "")
 
-        checks: list[HttpHealthCheck] = []
-        token = ""
-        while True:
-            body = self._call(
-                "list_http_health_checks", functools.partial(page, token), mutating=False
-            )
-            checks.extend(convert.health_check_from_json(item) for item in body.get("items", []))
-            token = body.get("nextPageToken", "")
-            if not token:
-                return checks
+        items = self._list_pages("list_http_health_checks", page)
+        return [convert.health_check_from_json(item) for item in items]
 
     def insert_http_health_check(self, check: HttpHealthCheck) -> None:
         self._legacy_mutation(
@@ -357,25 +350,27 @@ class GceClient:
         field_mask: str,
     ) -> list[Any]:
         project, region = self.config.project, self.config.region
-        return self._list_pages(
-            what,
-            lambda token: list_call(
+
+        def page(token: str) -> tuple[list[Any], str]:
+            pager = list_call(
                 request=request_type(
                     project=project, region=region, max_results=PAGE_SIZE, page_token=token
                 ),
                 **self._gapic_kwargs(field_mask),
-            ),
-        )
+            )
+            # The pager hands its first page's fields through.
+            return list(pager.items), pager.next_page_token
 
-    def _list_pages(self, what: str, fetch: Callable[[str], Any]) -> list[Any]:
+        return self._list_pages(what, page)
+
+    def _list_pages(self, what: str, fetch: Callable[[str], tuple[list[Any], str]]) -> list[Any]:
         """One request per page, each retried on its own; the pager's implicit page fetches
-        would bypass pacing and retries."""
+        would bypass pacing and retries. `fetch(token)` gives (items, next page token)."""
         items: list[Any] = []
         token = ""
         while True:
-            page = self._call(what, functools.partial(fetch, token), mutating=False)
-            items.extend(page.items)  # the pager hands its first page's fields through
-            token = page.next_page_token
+            page, token = self._call(what, functools.partial(fetch, token), mutating=False)
+            items.extend(page)
             if not token:
                 return items
 

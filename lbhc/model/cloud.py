@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from lbhc.model.cluster import Node
@@ -185,3 +185,9 @@ def instance_url(node: Node, project: str, default_zone: str) -> str:
     else:
         zone, name = default_zone, node.name
     return f"{COMPUTE_URL_PREFIX}projects/{project}/zones/{zone}/instances/{name}"
+
+
+def instance_urls(nodes: Iterable[Node], project: str, region: str) -> dict[str, str]:
+    """Node name -> its VM's URL, for targetPools.getHealth. Nodes on GCE always carry a
+    providerID; one without is taken to be in the region's zone "a"."""
+    return {node.name: instance_url(node, project, f"{region}-a") for node in nodes}
