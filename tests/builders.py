@@ -19,8 +19,9 @@ from lbhc.model.cloud import (
 from lbhc.model.cluster import ClusterSnapshot, DaemonSet, HealthProbe, Node, Pod, Service
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
-from lbhc.planner.planner import shared_name
+from lbhc.planner.planner import plan, shared_name
 from lbhc.planner.shared import desired_firewall, desired_health_check
+from lbhc.planner.status import StatusReport, assess
 
 PROJECT, REGION = "proj", "us-central1"
 KUBE_SYSTEM_UID = "0b7c3c5e-1111-2222-3333-444455556666"
@@ -231,6 +232,18 @@ def legacy_check(name: str, **overrides: Any) -> HttpHealthCheck:
 def cloud_provider_check(**overrides: Any) -> HttpHealthCheck:
     """The cloud provider's node check, k8s-<uid>-node (makeHTTPHealthCheck)."""
     return legacy_check(f"k8s-{CLOUD_PROVIDER_UID}-node", **overrides)
+
+
+CLOUD_PROVIDER_CHECK = cloud_provider_check()
+MODERN_IMAGE = "registry.k8s.io/kube-proxy:v1.31.4"  # serves /healthz, /livez, drains
+
+
+def assessed(
+    snapshot: ClusterSnapshot, world: CloudSnapshot, cfg: PlannerConfig | None = None
+) -> StatusReport:
+    """`lbhc status` as data: the plan, then the report judged from it."""
+    cfg = cfg or config()
+    return assess(snapshot, world, cfg, plan(snapshot, world, cfg))
 
 
 def cluster(

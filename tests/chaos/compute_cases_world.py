@@ -377,7 +377,7 @@ CASES = [
         short=False,
     ),
     Case(
-        "replace-foreign-attach-fails",
+        "takeover-attach-fails",
         "foreign check on a pool",
         takeover_attach_fails,
         short=False,

@@ -248,6 +248,7 @@ def test_a_wrong_region_is_said_and_removes_nothing() -> None:
         w.stop(app)
         publish_ingress_ip(w.kube, "default", "web", "198.51.100.7")  # the status subresource
         wrong = w.start(identity="replica-b", settings={"region": "europe-west1"})
+        # The gauge is set once a pass has applied its plan, so any delete it planned is done.
         wait_for(
             lambda: wrong.metrics.registry.get_sample_value("lbhc_out_of_scope_services") == 1,
             what="the out-of-scope gauge",

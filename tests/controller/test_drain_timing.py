@@ -12,14 +12,16 @@ from lbhc.controller.drain_timing import DELETED_BEFORE_DRAINED, DrainTimer
 from lbhc.controller.events import EventSpec
 from lbhc.controller.metrics import Metrics
 from lbhc.model.cluster import Node
-from lbhc.planner.planner import plan
-from lbhc.planner.status import StatusReport, assess
+from lbhc.planner.status import StatusReport
 from tests.builders import (
+    CLOUD_PROVIDER_CHECK as CP,
+)
+from tests.builders import (
+    MODERN_IMAGE,
     TO_BE_DELETED,
+    assessed,
     cloud,
-    cloud_provider_check,
     cluster,
-    config,
     kube_proxy_pod,
     node,
     pool_for,
@@ -28,19 +30,18 @@ from tests.builders import (
 
 MARKED_AT = 1795306688  # the autoscaler's taint value, Unix seconds
 WEB = service("web")
-CP = cloud_provider_check()
 
 
 def report(*nodes: Node, complete: bool = True, pools: bool = True) -> StatusReport:
     snapshot = cluster(
         services=(WEB,),
         nodes=nodes,
-        pods=tuple(kube_proxy_pod(n.name, "registry.k8s.io/kube-proxy:v1.31.4") for n in nodes),
+        pods=tuple(kube_proxy_pod(n.name, MODERN_IMAGE) for n in nodes),
     )
     world = cloud(
         pools=(pool_for(WEB, health_checks=(CP.self_link,)),) if pools else (), checks=(CP,)
     )
-    made = assess(snapshot, world, config(), plan(snapshot, world, config()))
+    made = assessed(snapshot, world)
     return StatusReport(**{**made.__dict__, "nodes_complete": complete})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbhc.model.cloud import CloudSnapshot
+from lbhc.model.plan import Action, Kind
 from lbhc.planner.planner import plan
 from tests.builders import cloud, cluster, config, pool_for, service
 from tests.controller.harness import NAME, PROJECT, wait_for, world
@@ -69,8 +70,8 @@ def test_a_firewall_lbhc_may_not_read_attaches_nothing_and_names_the_command() -
     )
     cfg = config(network_project=HOST)
     result = plan(cluster(services=(web,)), unreadable, cfg)
-    assert not any(c.action.value == "attach" for c in result.changes)
-    assert not any(c.kind.value == "Firewall" for c in result.changes)
+    assert not any(c.action is Action.ATTACH for c in result.changes)
+    assert not any(c.kind is Kind.FIREWALL for c in result.changes)
     assert any("could not be read" in w and "--project=host-project" in w for w in result.warnings)
     assert result.firewall_command.startswith("gcloud compute firewall-rules create")
     # Without the Shared VPC, the rule and the check go where they always did.

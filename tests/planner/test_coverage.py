@@ -15,9 +15,12 @@ from lbhc.planner.config import HealthCheckMode, PlannerConfig
 from lbhc.planner.planner import plan
 from lbhc.planner.status import assess
 from tests.builders import (
+    CLOUD_PROVIDER_CHECK as CP,
+)
+from tests.builders import (
+    CLOUD_PROVIDER_UID,
     check_url,
     cloud,
-    cloud_provider_check,
     cluster,
     config,
     legacy_check,
@@ -29,7 +32,6 @@ from tests.builders import (
 )
 
 CLUSTER_ID, NAME, URL = names()
-CP = cloud_provider_check()
 CP_URL = check_url(CP.name)
 EQUIVALENT = legacy_check("team-kube-proxy-check", description="made by hand")
 OTHER_PORT = legacy_check("team-app-check", port=8080, request_path="/ready")
@@ -55,13 +57,22 @@ class Case:
     ours: bool = False  # lbhc's check and firewall exist already
     checks: tuple[HttpHealthCheck, ...] = (CP, EQUIVALENT, OTHER_PORT, HEALTHZ_ELSEWHERE)
     config: PlannerConfig = field(default_factory=config)
-    uid: str | None = cluster().cloud_provider_uid
+    uid: str | None = CLOUD_PROVIDER_UID
     warning: str | None = None
     no_warnings: bool = False
 
 
 CREATE_PAIR = {(Action.CREATE, Kind.FIREWALL, NAME), (Action.CREATE, Kind.HTTP_HEALTH_CHECK, NAME)}
 DELETE_PAIR = {(Action.DELETE, Kind.HTTP_HEALTH_CHECK, NAME), (Action.DELETE, Kind.FIREWALL, NAME)}
+
+TAKEOVER_CASE = Case(
+    "takeover: the cloud provider's check is replaced, recorded first",
+    (WEB,),
+    (carrying(WEB, CP),),
+    {"default/web": ("cloud-provider", CP.name)},
+    CREATE_PAIR | {(Action.ATTACH, Kind.TARGET_POOL, pool_for(WEB).name)},
+    config=config(health_check_mode=HealthCheckMode.TAKEOVER),
+)
 
 CASES = [
     Case(
@@ -155,14 +166,7 @@ CASES = [
         DELETE_PAIR,
         ours=True,
     ),
-    Case(
-        "takeover: the cloud provider's check is replaced, recorded first",
-        (WEB,),
-        (carrying(WEB, CP),),
-        {"default/web": ("cloud-provider", CP.name)},
-        CREATE_PAIR | {(Action.ATTACH, Kind.TARGET_POOL, pool_for(WEB).name)},
-        config=config(health_check_mode=HealthCheckMode.TAKEOVER),
-    ),
+    TAKEOVER_CASE,
 ]
 
 
@@ -198,8 +202,8 @@ def test_coverage_and_plan(case: Case) -> None:
 
 
 def test_a_takeover_is_recorded_in_the_check_it_creates_before_any_pool_is_touched() -> None:
-    snapshot, world = snapshots(CASES[-1])
-    result = plan(snapshot, world, config(health_check_mode=HealthCheckMode.TAKEOVER))
+    snapshot, world = snapshots(TAKEOVER_CASE)
+    result = plan(snapshot, world, TAKEOVER_CASE.config)
     create = next(c for c in result.changes if c.kind is Kind.HTTP_HEALTH_CHECK)
     attach = next(c for c in result.changes if c.action is Action.ATTACH)
     assert result.changes.index(create) < result.changes.index(attach)

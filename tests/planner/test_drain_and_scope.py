@@ -13,9 +13,15 @@ from lbhc.model.cluster import Node, Pod, Service
 from lbhc.model.plan import Action
 from lbhc.planner.drain import DrainState
 from lbhc.planner.planner import plan
-from lbhc.planner.status import assess
+from tests.builders import (
+    CLOUD_PROVIDER_CHECK as CP,
+)
+from tests.builders import (
+    MODERN_IMAGE as MODERN,
+)
 from tests.builders import (
     TO_BE_DELETED,
+    assessed,
     check_url,
     cloud,
     cloud_provider_check,
@@ -31,12 +37,10 @@ from tests.builders import (
     service,
 )
 
-CP = cloud_provider_check()
 SLOW_CP = cloud_provider_check(check_interval_sec=10, unhealthy_threshold=5)
 OTHER_PORT = legacy_check("app-check", port=8080, request_path="/")
 WEB, API, LEGACY = service("web"), service("api"), service("legacy")
 LOCAL = service("local", policy="Local")
-MODERN = "registry.k8s.io/kube-proxy:v1.31.4"
 TAINTED = node("victim", taints=TO_BE_DELETED, taint_value="1795306688")
 
 
@@ -155,7 +159,7 @@ def test_drain_state_from_the_checks_each_pool_carries(case: Case) -> None:
     pods: tuple[Pod, ...] = (kube_proxy_pod("victim", case.image),)
     snapshot = cluster(services=case.services, nodes=(case.victim,), pods=pods)
     world = cloud(pools=case.pools, checks=case.checks)  # type: ignore[arg-type]
-    report = assess(snapshot, world, config(), plan(snapshot, world, config()))
+    report = assessed(snapshot, world)
     (victim,) = report.nodes
     assert victim.drain.state is case.state, victim.drain.reason
     assert victim.drain.bound_seconds == case.bound
@@ -211,7 +215,7 @@ def test_a_node_on_the_cloud_providers_check_still_drains_when_checks_cannot_be_
     the listing it is still a /healthz check, not a check that never drains."""
     snapshot = cluster(services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", MODERN),))
     world = cloud(pools=(on(WEB, CP),), checks=(), checks_complete=False)
-    report = assess(snapshot, world, config(), plan(snapshot, world, config()))
+    report = assessed(snapshot, world)
     assert report.nodes[0].drain.state is DrainState.DRAINING
     assert report.nodes[0].drain.bound_seconds == 32
 
@@ -221,5 +225,5 @@ def test_a_marked_node_is_unknown_when_the_pools_cannot_be_read() -> None:
     world = dataclasses.replace(
         cloud(gaps=("target pools could not be listed: 503",)), pools_complete=False
     )
-    report = assess(snapshot, world, config(), plan(snapshot, world, config()))
+    report = assessed(snapshot, world)
     assert report.nodes[0].drain.state is DrainState.UNKNOWN  # never a silent not-applicable

@@ -19,10 +19,11 @@ from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
 from lbhc.planner.kube_proxy_health import PodHealth, kube_proxy_health
 from lbhc.planner.planner import plan
 from lbhc.planner.readiness import FindingKind, review_readiness
-from lbhc.planner.status import StatusReport, assess
+from lbhc.planner.status import StatusReport
 from lbhc.planner.versions import KubeProxyVersion, VersionSource
 from tests.builders import (
     TO_BE_DELETED,
+    assessed,
     cloud,
     cluster,
     config,
@@ -450,7 +451,7 @@ def scale_down_report() -> StatusReport:
         pools=(pool_for(WEB, health_checks=(URL,)), pool_for(LOCAL), pool_for(service("new"))),
     )
     cfg = config(draining_gate=DrainingGate.UNKNOWN)
-    return assess(snapshot, the_cloud, cfg, plan(snapshot, the_cloud, cfg))
+    return assessed(snapshot, the_cloud, cfg)
 
 
 def test_status_reports_services_and_nodes_during_scale_down() -> None:
@@ -482,7 +483,7 @@ def test_status_in_fallback_says_a_marked_node_is_not_draining() -> None:
     nodes = (node("a", taints=TO_BE_DELETED), node("old", "v1.6.0"))
     snapshot = cluster(services=(WEB,), nodes=nodes)
     the_cloud = cloud(check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB),))
-    report = assess(snapshot, the_cloud, config(), plan(snapshot, the_cloud, config()))
+    report = assessed(snapshot, the_cloud)
     assert report.fallback is not None and not report.check_in_use
     assert report.nodes[0].drain.state is DrainState.NOT_DRAINING
     (web,) = report.services
@@ -658,8 +659,7 @@ def test_kep_4004_a_digest_pinned_kube_proxy_next_to_newer_kubelets_is_not_trust
     1.30 (it always held the kubelet's), yet moving readiness to /livez would 404 on every
     kube-proxy. The hint makes nothing definite: drain is unknown, no patch is planned."""
     digest = "registry.k8s.io/kube-proxy@sha256:5f1c"
-    ds_dict = kube_proxy_daemonset_dict(readiness="/healthz")
-    ds_dict["spec"]["template"]["spec"]["containers"][0]["image"] = digest
+    ds_dict = kube_proxy_daemonset_dict(readiness="/healthz", image=digest)
     tainted = node("a", "v1.30.4", kube_proxy_field="v1.30.4", taints=TO_BE_DELETED)
     snapshot = cluster(
         nodes=(tainted,),
@@ -671,7 +671,7 @@ def test_kep_4004_a_digest_pinned_kube_proxy_next_to_newer_kubelets_is_not_trust
     world = cloud(
         check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB, health_checks=(URL,)),)
     )
-    report = assess(snapshot, world, cfg, plan(snapshot, world, cfg))
+    report = assessed(snapshot, world, cfg)
     (facts,) = (n.kube_proxy for n in report.nodes)
     assert facts.version.display() == "1.27-1.30 (kubelet hint)"
     assert (

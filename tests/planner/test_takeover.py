@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from lbhc.model.cloud import CloudSnapshot
+from lbhc.model.cloud import CloudSnapshot, HttpHealthCheck, resource_name, resource_path
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Action, Kind, Plan
 from lbhc.planner.applied import cloud_after
@@ -18,9 +18,11 @@ from lbhc.planner.ledger import MAX_DESCRIPTION, TakeoverLedger
 from lbhc.planner.planner import plan
 from lbhc.planner.shared import ownership_description, read_ledger
 from tests.builders import (
+    CLOUD_PROVIDER_CHECK as CP,
+)
+from tests.builders import (
     check_url,
     cloud,
-    cloud_provider_check,
     cluster,
     config,
     kube_proxy_pod,
@@ -33,7 +35,6 @@ from tests.builders import (
 )
 
 CLUSTER_ID, NAME, URL = names()
-CP = cloud_provider_check()
 TAKEOVER = config(health_check_mode=HealthCheckMode.TAKEOVER)
 COEXIST = config()
 WEB, API = service("web"), service("api")
@@ -53,9 +54,7 @@ def converge(
 
 
 def carried(world: CloudSnapshot) -> dict[str, tuple[str, ...]]:
-    return {
-        p.name: tuple(u.rsplit("/", 1)[-1] for u in p.health_checks) for p in world.target_pools
-    }
+    return {p.name: tuple(resource_name(u) for u in p.health_checks) for p in world.target_pools}
 
 
 def cp_world(*svcs: object) -> CloudSnapshot:
@@ -101,6 +100,7 @@ def test_a_crash_between_remove_and_add_loses_nothing(
     after, _ = converge(cluster(services=(WEB,)), world, cfg)
     if cfg is TAKEOVER:
         assert read_ledger(after.health_check).recorded_for(pool_for(WEB).name) is not None
+        assert carried(after) == {pool_for(WEB).name: (NAME,)}
     else:
         assert carried(after) == {pool_for(WEB).name: (CP.name,)}
 
@@ -144,7 +144,7 @@ def test_a_recorded_check_that_is_gone_for_now_keeps_its_record() -> None:
     assert plans[0].changes[0].restores == CP.self_link
 
 
-def test_the_ledger_is_pruned_once_a_pool_carries_its_check_again() -> None:
+def test_a_pool_taken_over_again_keeps_one_record() -> None:
     snapshot = cluster(services=(WEB, API))
     world, _ = converge(snapshot, cp_world(WEB, API), TAKEOVER)
     # Someone put the cloud provider's check back on web by hand; lbhc takes it over again
@@ -155,6 +155,27 @@ def test_the_ledger_is_pruned_once_a_pool_carries_its_check_again() -> None:
     )
     world, _ = converge(snapshot, dataclasses.replace(world, target_pools=pools), TAKEOVER)
     assert len(read_ledger(world.health_check)) == 2
+
+
+@pytest.mark.parametrize("web_now", ["carries-another-check", "gone"])
+def test_the_ledger_forgets_a_pool_once_its_record_has_served(web_now: str) -> None:
+    world, _ = converge(cluster(services=(WEB, API)), cp_world(WEB, API), TAKEOVER)
+    web = pool_for(WEB).name
+    if web_now == "gone":  # the Service and its load balancer deleted
+        snapshot = cluster(services=(API,))
+        pools = tuple(p for p in world.target_pools if p.name != web)
+    else:  # opted out, and the cloud provider's check put back on it by hand
+        snapshot = cluster(services=(service("web", annotations={"lbhc.dev/ignore": "true"}), API))
+        pools = tuple(
+            dataclasses.replace(p, health_checks=(CP.self_link,)) if p.name == web else p
+            for p in world.target_pools
+        )
+    result = plan(snapshot, dataclasses.replace(world, target_pools=pools), TAKEOVER)
+    (update,) = [c for c in result.changes if c.kind is Kind.HTTP_HEALTH_CHECK]
+    assert update.action is Action.UPDATE and isinstance(update.desired, HttpHealthCheck)
+    ledger = read_ledger(update.desired)
+    assert ledger.recorded_for(web) is None
+    assert ledger.recorded_for(pool_for(API).name) == resource_path(CP.self_link)
 
 
 def test_takeovers_beyond_the_ledgers_room_wait_and_are_reported() -> None:

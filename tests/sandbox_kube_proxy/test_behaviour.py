@@ -1,5 +1,6 @@
-"""What each kube-proxy era answers (reference.md section 1), as a table: versions x node
-eligibility x proxier health x path, then the headers and body of each era."""
+"""What each kube-proxy era answers (kubernetes pkg/proxy/healthcheck/proxier_health.go), as
+a table: versions x node eligibility x proxier health x path, then the headers and body of
+each era."""
 
 from __future__ import annotations
 
