@@ -60,6 +60,10 @@ class World:
         provision_load_balancers(self.compute, PROJECT, REGION, [svc], nodes)
         return target_pool_name(svc.metadata.uid)
 
+    def events(self, reason: str) -> list[dict[str, Any]]:
+        """The Events recorded with this reason."""
+        return [e for e in self.kube.objects("Event") if e.get("reason") == reason]
+
     def pool_checks(self, pool: str) -> list[str]:
         return list(self.compute.target_pools(PROJECT, REGION)[pool].get("healthChecks", []))
 

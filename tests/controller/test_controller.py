@@ -122,9 +122,7 @@ def test_health_metrics_and_events_endpoints() -> None:
         assert 'lbhc_reconciles_total{result="ok"}' in metrics
         assert "lbhc_gce_calls_total" in metrics and 'call="add_health_check"' in metrics
         events = wait_for(
-            lambda: [
-                e for e in w.kube.objects("Event") if e.get("reason") == "HealthCheckAttached"
-            ],
+            lambda: w.events("HealthCheckAttached"),
             what="an attach Event",
         )
         event = events[0]
@@ -210,7 +208,7 @@ def test_drift_repair_and_fallback_are_reported_as_events() -> None:
             what="drift repaired",
         )
         repaired = wait_for(
-            lambda: [e for e in w.kube.objects("Event") if e.get("reason") == "Repaired"],
+            lambda: w.events("Repaired"),
             what="a Repaired Event",
         )
         assert repaired[0]["regarding"]["kind"] == "Lease"
@@ -222,7 +220,7 @@ def test_drift_repair_and_fallback_are_reported_as_events() -> None:
         w.kube.upsert(node_obj("ancient", kubelet="v1.6.13"))
         wait_for(lambda: w.pool_checks(pool) == [], what="fallback detaching")
         too_old = wait_for(
-            lambda: [e for e in w.kube.objects("Event") if e.get("reason") == "KubeProxyTooOld"],
+            lambda: w.events("KubeProxyTooOld"),
             what="node Event",
         )
         assert too_old[0]["regarding"] == {"apiVersion": "v1", "kind": "Node", "name": "ancient"}
@@ -233,7 +231,7 @@ def test_drift_repair_and_fallback_are_reported_as_events() -> None:
         w.kube.delete("Node", None, "ancient")
         wait_for(lambda: w.attached(pool), what="check attached again after fallback")
         wait_for(
-            lambda: [e for e in w.kube.objects("Event") if e.get("reason") == "FallbackLeft"],
+            lambda: w.events("FallbackLeft"),
             what="a FallbackLeft Event",
         )
 
@@ -254,10 +252,10 @@ def test_a_wrong_region_is_said_and_removes_nothing() -> None:
             what="the out-of-scope gauge",
         )
         wait_for(
-            lambda: any(e.get("reason") == "OutOfScope" for e in w.kube.objects("Event")),
+            lambda: w.events("OutOfScope"),
             what="an OutOfScope Event",
         )
-        event = next(e for e in w.kube.objects("Event") if e.get("reason") == "OutOfScope")
+        event = w.events("OutOfScope")[0]
         assert "europe-west1" in event["note"] and PROJECT in event["note"]
         assert w.attached(pool) and NAME in w.compute.http_health_checks(PROJECT)
         assert not [m for m in w.mutations() if m.method == "DELETE"]

@@ -88,9 +88,7 @@ def test_the_controller_says_so_once_it_outlasts_the_checks_drain_bound() -> Non
                 "UNHEALTHY",
             )
         wait_for(
-            lambda: any(
-                e.get("reason") == "HealthCheckCannotPass" for e in w.kube.objects("Event")
-            ),
+            lambda: w.events("HealthCheckCannotPass"),
             timeout=15,
             what="a HealthCheckCannotPass Event",
         )

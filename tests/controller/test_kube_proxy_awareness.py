@@ -31,10 +31,6 @@ def seed_kube_proxy(w: World, version: str = "v1.31.4", **ds: Any) -> None:
         w.kube.upsert(pod)
 
 
-def events(w: World, reason: str) -> list[dict[str, Any]]:
-    return [e for e in w.kube.objects("Event") if e.get("reason") == reason]
-
-
 def metrics(app: ControllerApp) -> str:
     assert app.http is not None
     return urllib.request.urlopen(f"{app.http.url}/metrics").read().decode()
@@ -56,9 +52,9 @@ def test_audit_reports_a_healthz_readiness_probe_and_never_writes() -> None:
         seed_kube_proxy(w, readiness="/healthz", liveness="/healthz")
         w.add_service("web")
         app = w.start()
-        found = wait_for(lambda: events(w, "ReadinessOnHealthz"), what="an audit Event")
+        found = wait_for(lambda: w.events("ReadinessOnHealthz"), what="an audit Event")
         assert found[0]["regarding"]["kind"] == "DaemonSet" and found[0]["type"] == "Warning"
-        wait_for(lambda: events(w, "LivenessOnHealthz"), what="the liveness warning")
+        wait_for(lambda: w.events("LivenessOnHealthz"), what="the liveness warning")
         text = metrics(app)
         assert 'lbhc_kube_proxy_readiness_findings{kind="readiness-on-healthz"} 1.0' in text
         assert 'lbhc_kube_proxy_readiness_findings{kind="liveness-on-healthz"} 1.0' in text
@@ -80,9 +76,9 @@ def test_enforce_patches_only_the_managed_readiness_path_and_survives_a_conflict
         w.kube.faults.fail_requests(1, 409, path_contains="/daemonsets/kube-proxy")
         w.start(settings={"readiness_policy": "enforce"}, readiness_settle_sec=0.2)
 
-        wait_for(lambda: events(w, "ReadinessPatchConflict"), what="the conflict reported")
+        wait_for(lambda: w.events("ReadinessPatchConflict"), what="the conflict reported")
         wait_for(lambda: probe_path(w) == "/livez", what="the readiness path patched")
-        wait_for(lambda: events(w, "ReadinessProbePatched"), what="a patched Event")
+        wait_for(lambda: w.events("ReadinessProbePatched"), what="a patched Event")
 
         ds = w.kube.get("DaemonSet", "kube-system", "kube-proxy")
         container = ds["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
@@ -109,7 +105,7 @@ def test_scale_down_is_reported_as_draining_not_as_a_kube_proxy_outage() -> None
         pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
         w.kube.upsert(pod)
 
-        draining = wait_for(lambda: events(w, "Draining"), what="a Draining Event")
+        draining = wait_for(lambda: w.events("Draining"), what="a Draining Event")
         assert draining[0]["regarding"]["name"] == "node-1"
         wait_for(
             lambda: 'lbhc_node_drain_state{state="draining"} 1.0' in metrics(app),
@@ -118,14 +114,14 @@ def test_scale_down_is_reported_as_draining_not_as_a_kube_proxy_outage() -> None
         text = metrics(app)
         assert 'lbhc_kube_proxy_pods{state="expected-unready"} 1.0' in text
         assert 'lbhc_kube_proxy_health_condition{status="True"} 1.0' in text
-        assert events(w, "KubeProxyUnhealthy") == []
+        assert w.events("KubeProxyUnhealthy") == []
 
         # A real failure on a node that is not being deleted pages.
         pod = w.kube.get("Pod", "kube-system", "kube-proxy-node-2")
         assert pod is not None
         pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
         w.kube.upsert(pod)
-        unhealthy = wait_for(lambda: events(w, "KubeProxyUnhealthy"), what="an unhealthy Event")
+        unhealthy = wait_for(lambda: w.events("KubeProxyUnhealthy"), what="an unhealthy Event")
         assert "1 unready (node-2)" in unhealthy[0]["note"]
         assert 'lbhc_kube_proxy_health_condition{status="False"} 1.0' in metrics(app)
 
@@ -139,5 +135,5 @@ def test_an_old_kube_proxy_on_a_marked_node_is_a_not_draining_warning() -> None:
         w.start()
         wait_for(lambda: w.attached(pool), what="converged")
         w.kube.taint("node-9", "ToBeDeletedByClusterAutoscaler", "1795306688", "NoSchedule")
-        warning = wait_for(lambda: events(w, "NotDraining"), what="a NotDraining Event")
+        warning = wait_for(lambda: w.events("NotDraining"), what="a NotDraining Event")
         assert warning[0]["type"] == "Warning" and "too old" in warning[0]["note"]

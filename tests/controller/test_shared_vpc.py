@@ -5,8 +5,6 @@ says so, nothing that would fail closed is attached, and the rest of the pass go
 
 from __future__ import annotations
 
-from typing import Any
-
 from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.plan import Action, Kind
 from lbhc.planner.planner import plan
@@ -14,10 +12,6 @@ from tests.builders import cloud, cluster, config, pool_for, service
 from tests.controller.harness import NAME, PROJECT, wait_for, world
 
 HOST = "host-project"
-
-
-def events(w: Any, reason: str) -> list[dict[str, Any]]:
-    return [e for e in w.kube.objects("Event") if e.get("reason") == reason]
 
 
 def test_the_firewall_is_written_into_the_host_project() -> None:
@@ -47,8 +41,8 @@ def test_a_firewall_lbhc_may_not_write_is_said_on_each_waiting_service_and_nothi
             method="POST",
         )
         app = w.start(settings={"network_project": HOST, "network": "shared-vpc"})
-        wait_for(lambda: len(events(w, "FirewallChangeNeeded")) >= 2, what="an Event per Service")
-        notes = {e["regarding"]["name"]: e["note"] for e in events(w, "FirewallChangeNeeded")}
+        wait_for(lambda: len(w.events("FirewallChangeNeeded")) >= 2, what="an Event per Service")
+        notes = {e["regarding"]["name"]: e["note"] for e in w.events("FirewallChangeNeeded")}
         assert set(notes) == {"web", "api"}
         command = notes["web"].split("a network admin runs: ", 1)[1]
         assert command.startswith(f"gcloud compute firewall-rules create {NAME} --project={HOST}")
