@@ -194,20 +194,11 @@ class Sandbox:
         return upstream.load_balancer_name(str(obj["metadata"]["uid"]))
 
     def set_traffic_policy(self, namespace: str, name: str, policy: str) -> None:
-        """Switch a Service's externalTrafficPolicy as `kubectl patch` would, with the
-        healthCheckNodePort the real apiserver allocates for Local (and drops for Cluster),
-        which the kube-apiserver fake does not."""
+        """Switch a Service's externalTrafficPolicy as `kubectl patch` would; the kube-apiserver
+        fake allocates its healthCheckNodePort for Local and clears it for Cluster."""
         if policy not in ("Cluster", "Local"):
             raise ValueError(f"traffic policy: got {policy!r}; expected 'Cluster' or 'Local'")
-        port = None
-        if policy == "Local":
-            used = {
-                int(s.get("spec", {}).get("healthCheckNodePort") or 0)
-                for s in self.kube.objects("Service")
-            }
-            port = next(p for p in range(32000, 32768) if p not in used)
-        patch = {"spec": {"externalTrafficPolicy": policy, "healthCheckNodePort": port}}
-        self.kube.patch("Service", namespace, name, patch)
+        self.kube.patch("Service", namespace, name, {"spec": {"externalTrafficPolicy": policy}})
 
     # -- how to reach it ------------------------------------------------------------------------
 

@@ -3,10 +3,11 @@ provider IDs and loopback InternalIPs (where their emulated kube-proxies listen)
 DaemonSet and its Pods, and LoadBalancer Services of both traffic policies.
 
 The "current" cloud provider profile adds what today's GCE cloud provider and GKE would show:
-the kube-system/ingress-uid ConfigMap with the cluster uid, a healthCheckNodePort on Local
-Services, each Service's load balancer IP in its status, and two more Services: `legacy-<n>`
-(Cluster; its pool was made by a cloud provider older than the nodes check, so carries none)
-and `rbs-<n+1>` (annotated for ingress-gce's regional backend service NetLB: no pool)."""
+the kube-system/ingress-uid ConfigMap with the cluster uid, the healthCheckNodePort the
+apiserver allocates for a Local Service (by the kube-apiserver fake's own rule), each
+Service's load balancer IP in its status, and two more Services: `legacy-<n>` (Cluster; its
+pool was made by a cloud provider older than the nodes check, so carries none) and
+`rbs-<n+1>` (annotated for ingress-gce's regional backend service NetLB: no pool)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbhc.planner.versions import parse_version
+from lbhc.sandbox.kube_fake import service_ports
 from lbhc.sandbox.upstream import names as upstream
 
 Object = dict[str, Any]
@@ -26,7 +28,6 @@ KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system"))
 CLOUD_PROVIDERS = ("current", "legacy")
 OLD_PROVIDER_PREFIX = "legacy-"  # current profile: this Service's pool was made without a check
 _FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
-_HEALTH_CHECK_NODE_PORT = 32000  # + the Service's index
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,6 @@ def service(spec: SandboxSpec, index: int) -> Object:
         },
     }
     if spec.current:
-        if local:
-            obj["spec"]["healthCheckNodePort"] = _HEALTH_CHECK_NODE_PORT + index
         if index == spec.services + 1:
             obj["metadata"]["annotations"] = {upstream.RBS_ANNOTATION: upstream.RBS_ENABLED}
             obj["metadata"]["finalizers"].append(upstream.NETLB_FINALIZER_V2)
@@ -253,7 +252,13 @@ def cluster_objects(spec: SandboxSpec) -> list[Object]:
     for index, version in enumerate(versions):
         objects.append(node(spec, index, version))
         objects.append(kube_proxy_pod(node_name(index), version, path))
-    objects.extend(service(spec, index) for index in range(spec.service_count))
+    services: list[Object] = []
+    for index in range(spec.service_count):
+        obj = service(spec, index)
+        if spec.current:  # the port the apiserver gave a Local one (legacy: seeded as it was)
+            service_ports.admit(obj, None, services)
+        services.append(obj)
+    objects.extend(services)
     if spec.cluster_uid is not None:
         objects.append(upstream.ingress_uid_configmap(spec.cluster_uid))
     return objects

@@ -9,6 +9,8 @@
 - delete: with finalizers, sets deletionTimestamp (grace 0) and keeps the object; the update
   that removes the last finalizer then deletes it. Without, deletes at once. Pods are not
   graceful and Namespaces do not cascade: there is no kubelet or namespace controller.
+- Services: create and update allocate, keep or clear spec.healthCheckNodePort as the
+  apiserver's Service storage does (service_ports).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from __future__ import annotations
 import copy
 import random
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+from . import service_ports
 from .patch import apply_patch
 from .resources import Resource
 from .status import ApiError, FieldError, already_exists, conflict, invalid, not_found
@@ -53,6 +57,8 @@ class Writer:
             key = object_key(resource, namespace, metadata["name"])
             if self._store.current(resource.kind, key) is not None:
                 raise already_exists(resource.plural, metadata["name"], resource.group)
+            if resource.kind == "Service":
+                service_ports.admit(obj, None, self._others(resource, key))
             for field in (*_SERVER_FIELDS, "resourceVersion", "generation"):
                 metadata.pop(field, None)
             metadata["uid"] = str(uuid.uuid4())
@@ -184,6 +190,9 @@ class Writer:
                 generation = current["metadata"].get("generation", 1)
                 new["metadata"]["generation"] = generation + 1 if bump else generation
         validate(resource, new)
+        if resource.kind == "Service" and subresource != "status":
+            key = object_key(resource, current["metadata"].get("namespace") or "", new_name(new))
+            service_ports.admit(new, current, self._others(resource, key))
         old_finalizers = current["metadata"].get("finalizers") or []
         new_finalizers = new["metadata"].get("finalizers") or []
         terminating = bool(current["metadata"].get("deletionTimestamp"))
@@ -211,6 +220,10 @@ class Writer:
             else:
                 self._store.commit(resource.kind, key, new)
         return copy.deepcopy(new)
+
+    def _others(self, resource: Resource, key: str) -> Iterator[Object]:
+        """Every stored object of `resource` but the one at `key`, read only if asked for."""
+        yield from (obj for k, obj in self._store.read(resource.kind) if k != key)
 
     def _preconditions(
         self, resource: Resource, name: str, current: Object, wanted: Object

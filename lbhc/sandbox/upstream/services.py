@@ -81,9 +81,7 @@ class ServiceView:
 
     def health_check_path_port(self) -> tuple[str, int]:
         """servicehelpers.GetServiceHealthCheckPathPort: ("/healthz", healthCheckNodePort)
-        for a Local LoadBalancer Service that has one, else ("", 0). The real apiserver
-        allocates the port when a Service becomes Local; the kube-apiserver fake does not, so
-        a Local Service without it is handled as Cluster here, as upstream would."""
+        for a Local LoadBalancer Service that has one, else ("", 0)."""
         local = self.type == "LoadBalancer" and self.traffic_policy == "Local"
         if not local or not self.health_check_node_port:
             return "", 0
