@@ -80,6 +80,22 @@ def traffic_firewall(service: ServiceView, ip: str, node_tags: tuple[str, ...]) 
     )
 
 
+def check_firewall(
+    service: ServiceView, check: dict[str, Any], ip: str, where: Project
+) -> dict[str, Any]:
+    """ensureHTTPHealthCheckFirewall's rule for the check the Service's pool carries: the
+    nodes check's shared one, or a Local Service's own."""
+    return shapes.health_check_firewall(
+        where.cluster_id,
+        check["name"],
+        check["name"] == where.nodes_check,
+        service.key,
+        ip,
+        check["port"],
+        where.node_tags,
+    )
+
+
 class ExternalLoadBalancers:
     def __init__(self, compute: ComputeFake, writer: ComputeWriter, where: Project) -> None:
         self._compute, self._w, self._p = compute, writer, where
@@ -176,14 +192,7 @@ class ExternalLoadBalancers:
                 raise
 
     def _create_pool(self, service: ServiceView, hosts: list[str], check_url: str) -> None:
-        """createTargetPoolAndHealthCheck's pool: the check attached at creation."""
-        body = {
-            "name": service.lb_name,
-            "description": names.service_description(service.key),
-            "instances": hosts,
-            "sessionAffinity": "NONE",
-            "healthChecks": [check_url],
-        }
+        body = shapes.target_pool(service.lb_name, service.key, hosts, [check_url])
         self._insert("targetPools", body)
 
     def _ensure_check(self, wanted: dict[str, Any]) -> dict[str, Any]:
@@ -202,16 +211,7 @@ class ExternalLoadBalancers:
         return check
 
     def _ensure_check_firewall(self, service: ServiceView, check: dict[str, Any], ip: str) -> None:
-        nodes = check["name"] == self._p.nodes_check
-        wanted = shapes.health_check_firewall(
-            self._p.cluster_id,
-            check["name"],
-            nodes,
-            service.key,
-            ip,
-            check["port"],
-            self._p.node_tags,
-        )
+        wanted = check_firewall(service, check, ip, self._p)
         current = self._firewall(wanted["name"])
         if current is None:
             self._insert("firewalls", wanted)
@@ -280,14 +280,9 @@ class ExternalLoadBalancers:
         rule = self._rules().get(rule_name)
         ip = self._ip_for(rule_name, rule)
         if rule is None:
-            body = {
-                "name": rule_name,
-                "description": names.service_description(service.key),
-                "IPAddress": ip,
-                "IPProtocol": service.protocol,
-                "portRange": shapes.load_balancer_port_range(service.port_numbers),
-                "backendService": backend,
-            }
+            body = shapes.rbs_forwarding_rule(
+                rule_name, service.key, ip, service.protocol, service.port_numbers, backend
+            )
             self._insert("forwardingRules", body)
         self._held_ips.pop(rule_name, None)
         return ip

@@ -10,7 +10,7 @@ from typing import Any
 from lbhc.sandbox.compute_fake import ComputeFake
 
 from . import names, shapes
-from .netlb import Project, traffic_firewall, wanted_health_check
+from .netlb import Project, check_firewall, traffic_firewall, wanted_health_check
 from .services import Handler, ServiceView, handler
 
 
@@ -47,6 +47,20 @@ def _firewall(fake: ComputeFake, project: str, body: dict[str, Any]) -> None:
         fake.add_firewall(project, body["name"], **{k: v for k, v in body.items() if k != "name"})
 
 
+def _rule(fake: ComputeFake, where: Project, body: dict[str, Any]) -> None:
+    fake.add_forwarding_rule(
+        where.project,
+        where.region,
+        body["name"],
+        target=body.get("target", ""),
+        backend_service=body.get("backendService", ""),
+        description=body["description"],
+        ip_address=body["IPAddress"],
+        port_range=body["portRange"],
+        ip_protocol=body["IPProtocol"],
+    )
+
+
 def _load_balancer(
     fake: ComputeFake,
     where: Project,
@@ -60,55 +74,27 @@ def _load_balancer(
     checks: list[str] = []
     if with_check:
         check = wanted_health_check(service, where)
-        nodes = check["name"] == where.nodes_check
-        _firewall(
-            fake,
-            project,
-            shapes.health_check_firewall(
-                where.cluster_id,
-                check["name"],
-                nodes,
-                service.key,
-                ip,
-                check["port"],
-                where.node_tags,
-            ),
-        )
+        _firewall(fake, project, check_firewall(service, check, ip, where))
         if check["name"] not in fake.http_health_checks(project):
             fields = {k: v for k, v in check.items() if k != "name"}
             fake.add_http_health_check(project, check["name"], **fields)
         checks.append(check["name"])
+    body = shapes.target_pool(lb, service.key, hosts, checks)
     pool = fake.add_target_pool(
         project,
         where.region,
         lb,
-        description=names.service_description(service.key),
-        instances=hosts,
-        health_checks=checks,
+        description=body["description"],
+        instances=body["instances"],
+        health_checks=body.get("healthChecks", ()),
     )
-    fake.add_forwarding_rule(
-        project,
-        where.region,
-        lb,
-        target=pool["selfLink"],
-        description=names.service_description(service.key),
-        ip_address=ip,
-        port_range=shapes.load_balancer_port_range(service.port_numbers),
-        ip_protocol=service.protocol,
-    )
+    target, protocol, ports = pool["selfLink"], service.protocol, service.port_numbers
+    _rule(fake, where, shapes.forwarding_rule(lb, service.key, ip, protocol, ports, target))
 
 
 def _rbs_rule(fake: ComputeFake, where: Project, service: ServiceView, ip: str) -> None:
     rule, backend = names.rbs_rule_and_backend(
         where.kube_system_uid, where.project, where.region, service.namespace, service.name
     )
-    fake.add_forwarding_rule(
-        where.project,
-        where.region,
-        rule,
-        backend_service=backend,
-        description=names.service_description(service.key),
-        ip_address=ip,
-        port_range=shapes.load_balancer_port_range(service.port_numbers),
-        ip_protocol=service.protocol,
-    )
+    protocol, ports = service.protocol, service.port_numbers
+    _rule(fake, where, shapes.rbs_forwarding_rule(rule, service.key, ip, protocol, ports, backend))

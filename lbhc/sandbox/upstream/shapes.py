@@ -136,15 +136,39 @@ def health_check_firewall_drifted(current: Body, wanted: Body) -> bool:
     )
 
 
+def target_pool(name: str, service_key: str, hosts: Sequence[str], checks: Sequence[str]) -> Body:
+    """createTargetPoolAndHealthCheck's pool: described like the Service's forwarding rule,
+    session affinity NONE (the Service's default), the check attached at creation."""
+    body: Body = {
+        "name": name,
+        "description": names.service_description(service_key),
+        "instances": list(hosts),
+        "sessionAffinity": "NONE",
+    }
+    if checks:
+        body["healthChecks"] = list(checks)
+    return body
+
+
 def forwarding_rule(
     name: str, service_key: str, ip: str, protocol: str, ports: Sequence[int], target: str
 ) -> Body:
     """createForwardingRule for a target pool (network tier left to the API's PREMIUM)."""
+    return {**_rule(name, service_key, ip, protocol, ports), "target": target}
+
+
+def rbs_forwarding_rule(
+    name: str, service_key: str, ip: str, protocol: str, ports: Sequence[int], backend: str
+) -> Body:
+    """The regional rule ingress-gce makes for an RBS Service, to its backend service."""
+    return {**_rule(name, service_key, ip, protocol, ports), "backendService": backend}
+
+
+def _rule(name: str, service_key: str, ip: str, protocol: str, ports: Sequence[int]) -> Body:
     return {
         "name": name,
         "description": names.service_description(service_key),
         "IPAddress": ip,
         "IPProtocol": protocol,
         "portRange": load_balancer_port_range(ports),
-        "target": target,
     }
