@@ -73,6 +73,13 @@ class Sandbox:
         self.prober: HealthProber | None = None
         self.service_controller: ServiceControllerEmulator | None = None
         self.kubeconfig = Path()
+        # Today's GCE cloud provider's configuration (the current profile); None in legacy.
+        uid = self.spec.cluster_uid
+        self.provider: Project | None = (
+            None
+            if uid is None
+            else Project(self.spec.project, self.spec.region, uid, KUBE_SYSTEM_UID, (NODE_TAG,))
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -90,7 +97,7 @@ class Sandbox:
             self.kube.upsert(obj)
         self.compute.add_network(spec.project, "default")
         nodes = [Node.model_validate(n) for n in self.kube.objects("Node")]
-        if self.cloud_provider_uid is None:
+        if self.provider is None:
             provision_load_balancers(
                 self.compute,
                 spec.project,
@@ -101,9 +108,7 @@ class Sandbox:
         else:
             upstream_seed.provision(
                 self.compute,
-                Project(
-                    spec.project, spec.region, self.cloud_provider_uid, KUBE_SYSTEM_UID, (NODE_TAG,)
-                ),
+                self.provider,
                 self.kube.objects("Service"),
                 [instance_url(n, spec.project, spec.zone) for n in nodes],
                 without_check=old_provider_services(spec),
@@ -132,9 +137,7 @@ class Sandbox:
             self.compute_server.url,
             spec.project,
             spec.region,
-            cloud_provider=spec.cloud_provider,
-            cluster_id=self.cloud_provider_uid,
-            node_tags=(NODE_TAG,),
+            provider=self.provider,
         ).start()
         stack.callback(self.service_controller.close)
 
@@ -162,19 +165,17 @@ class Sandbox:
     @property
     def cloud_provider_uid(self) -> str | None:
         """The cluster uid in kube-system/ingress-uid (current profile); None in legacy."""
-        return self.spec.cluster_uid
+        return None if self.provider is None else self.provider.cluster_id
 
     @property
     def node_health_check_name(self) -> str | None:
         """The nodes check every Cluster pool gets, k8s-<uid>-node; None in legacy."""
-        uid = self.cloud_provider_uid
-        return None if uid is None else upstream.nodes_health_check_name(uid)
+        return None if self.provider is None else self.provider.nodes_check
 
     @property
     def node_health_check_firewall_name(self) -> str | None:
         """Its firewall, k8s-<uid>-node-http-hc; None in legacy."""
-        uid = self.cloud_provider_uid
-        return None if uid is None else upstream.health_check_firewall_name(uid, "", True)
+        return None if self.provider is None else self.provider.nodes_check_firewall
 
     @property
     def recreations(self) -> list[Recreation]:

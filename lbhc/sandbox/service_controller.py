@@ -26,7 +26,7 @@ from lbhc.sandbox.cloud_provider import (
 )
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
-from lbhc.sandbox.seed import KUBE_SYSTEM_UID, LB_CLEANUP_FINALIZER
+from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER
 from lbhc.sandbox.upstream.compute import ComputeWriter
 from lbhc.sandbox.upstream.controller import CurrentServiceController
 from lbhc.sandbox.upstream.netlb import ExternalLoadBalancers, Project, Recreation
@@ -43,11 +43,11 @@ class ServiceControllerEmulator:
         project: str,
         region: str,
         *,
+        provider: Project | None,
         period: float = 0.2,
-        cloud_provider: str = "legacy",
-        cluster_id: str | None = None,
-        node_tags: tuple[str, ...] = (),
     ) -> None:
+        """`provider`: today's GCE cloud provider's configuration (the "current" profile), or
+        None for the "legacy" one."""
         self._kube, self._compute = kube, compute
         self._base = f"{compute_url}/compute/v1/projects/{project}/regions/{region}"
         self._project, self._region, self._period = project, region, period
@@ -57,17 +57,10 @@ class ServiceControllerEmulator:
         self.passes = 0  # passes finished (failed or not), for tests to wait on
         self._current: CurrentServiceController | None = None
         self._writer: ComputeWriter | None = None
-        if cloud_provider == "current":
-            if cluster_id is None:
-                raise ValueError("cluster_id: the current cloud provider needs the cluster uid")
+        if provider is not None:
             self._writer = ComputeWriter(compute_url, project, region)
-            where = Project(project, region, cluster_id, KUBE_SYSTEM_UID, node_tags)
-            lbs = ExternalLoadBalancers(compute, self._writer, where)
+            lbs = ExternalLoadBalancers(compute, self._writer, provider)
             self._current = CurrentServiceController(kube, lbs, project, f"{region}-a")
-        elif cloud_provider != "legacy":
-            raise ValueError(
-                f"cloud_provider: got {cloud_provider!r}; expected 'current' or 'legacy'"
-            )
 
     @property
     def deleted_pools(self) -> list[str]:

@@ -40,6 +40,10 @@ class Project:
     def nodes_check(self) -> str:
         return names.nodes_health_check_name(self.cluster_id)
 
+    @property
+    def nodes_check_firewall(self) -> str:
+        return names.health_check_firewall_name(self.cluster_id, self.nodes_check, True)
+
 
 @dataclass(frozen=True)
 class Recreation:
