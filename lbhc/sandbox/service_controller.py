@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
-
-import requests
 
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
@@ -49,16 +46,15 @@ class ServiceControllerEmulator:
         """`provider`: today's GCE cloud provider's configuration (the "current" profile), or
         None for the "legacy" one."""
         self._kube, self._compute = kube, compute
-        self._base = f"{compute_url}/compute/v1/projects/{project}/regions/{region}"
+        # Both profiles write through it: journaled under the cloud provider's User-Agent.
+        self._writer = ComputeWriter(compute_url, project, region)
         self._project, self._region, self._period = project, region, period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="service-controller", daemon=True)
         self._legacy_deleted: list[str] = []
         self.passes = 0  # passes finished (failed or not), for tests to wait on
         self._current: CurrentServiceController | None = None
-        self._writer: ComputeWriter | None = None
         if provider is not None:
-            self._writer = ComputeWriter(compute_url, project, region)
             lbs = ExternalLoadBalancers(compute, self._writer, provider)
             self._current = CurrentServiceController(kube, lbs, project, f"{region}-a")
 
@@ -82,8 +78,7 @@ class ServiceControllerEmulator:
         self._stop.set()
         if self._thread.ident is not None:
             self._thread.join(10)
-        if self._writer is not None:
-            self._writer.close()
+        self._writer.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):
@@ -122,20 +117,6 @@ class ServiceControllerEmulator:
         """Rule first: a pool a rule still points at cannot be deleted."""
         if not exists:
             return
-        for collection in ("forwardingRules", "targetPools"):
-            response = requests.delete(f"{self._base}/{collection}/{name}", timeout=30)
-            if response.status_code == 404:
-                continue
-            response.raise_for_status()
-            self._wait(response.json())
+        self._writer.delete("forwardingRules", name)
+        self._writer.delete("targetPools", name)
         self._legacy_deleted.append(name)
-
-    def _wait(self, operation: dict[str, Any]) -> None:
-        while operation.get("status") != "DONE":
-            response = requests.post(
-                f"{self._base}/operations/{operation['name']}/wait", timeout=60
-            )
-            response.raise_for_status()
-            operation = response.json()
-        if operation.get("error"):
-            raise RuntimeError(f"operation {operation['name']} failed: {operation['error']}")
