@@ -6,7 +6,6 @@ service controller's writes to a Service, common to both profiles."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -16,8 +15,7 @@ from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
-
-_FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
+from lbhc.sandbox.seed import lb_ip
 
 
 def provision_load_balancers(
@@ -46,7 +44,7 @@ def provision_load_balancers(
             name,
             target=pool["selfLink"],
             description=description,
-            ip_address=str(_FIRST_IP + index),
+            ip_address=lb_ip(index),
         )
         created.append(name)
     return created

@@ -27,7 +27,8 @@ DAEMONSET_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system/kube-pro
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system"))
 CLOUD_PROVIDERS = ("current", "legacy")
 OLD_PROVIDER_PREFIX = "legacy-"  # current profile: this Service's pool was made without a check
-_FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
+# Load balancer IPs, from the seeded ones to those the emulated cloud providers hand out.
+FIRST_LB_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,9 @@ def kube_proxy_pod(node_name_: str, version: str, path: str, owned: bool = True)
     }
 
 
-def seed_ip(index: int) -> str:
-    """The load balancer IP the Service at `index` is seeded with."""
-    return str(_FIRST_IP + index)
+def lb_ip(index: int) -> str:
+    """The `index`-th load balancer IP: the one the Service at `index` is seeded with."""
+    return str(FIRST_LB_IP + index)
 
 
 def service_name(spec: SandboxSpec, index: int) -> str:
@@ -219,7 +220,7 @@ def service(spec: SandboxSpec, index: int) -> Object:
         if index == spec.services + 1:
             obj["metadata"]["annotations"] = {upstream.RBS_ANNOTATION: upstream.RBS_ENABLED}
             obj["metadata"]["finalizers"].append(upstream.NETLB_FINALIZER_V2)
-        obj["status"] = {"loadBalancer": {"ingress": [{"ip": seed_ip(index)}]}}
+        obj["status"] = {"loadBalancer": {"ingress": [{"ip": lb_ip(index)}]}}
     return obj
 
 

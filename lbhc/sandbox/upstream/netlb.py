@@ -15,17 +15,15 @@ UNHEALTHY in such a pool, and a pool whose every instance is unhealthy fails ope
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from lbhc.sandbox.seed import lb_ip
 
 from . import names, shapes
 from .compute import ComputeRequestError, ComputeWriter
 from .services import ServiceView
-
-FIRST_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
 
 
 @dataclass(frozen=True)
@@ -127,9 +125,7 @@ class ExternalLoadBalancers:
         else:
             used = {str(r.get("IPAddress")) for r in self._rules().values()}
             used |= set(self._held_ips.values())
-            ip = next(
-                str(FIRST_IP + i) for i in range(len(used) + 1) if str(FIRST_IP + i) not in used
-            )
+            ip = next(lb_ip(i) for i in range(len(used) + 1) if lb_ip(i) not in used)
         self._held_ips[name] = ip
         return ip
 
