@@ -306,7 +306,9 @@ class Demo:
             timeout,
             "lbhc's check detached from every pool it covered (fallback)",
         )
-        covered = self.view.carrying(self._cloud_provider_check_url())
+        name = self.sandbox.node_health_check_name  # the legacy profile has none
+        project = self.sandbox.spec.project
+        covered = self.view.carrying(http_health_check_url(project, name)) if name else set()
         check(
             len(covered) == self.summary.covered_by_cloud_provider,
             "the cloud provider's check stays on the pools it covers",
@@ -377,10 +379,6 @@ class Demo:
             + (f", {removed_first} removed by the cloud provider first" if removed_first else "")
             + "; then the check, then the firewall deleted"
         )
-
-    def _cloud_provider_check_url(self) -> str:
-        name = self.sandbox.node_health_check_name or "none"
-        return http_health_check_url(self.sandbox.spec.project, name)
 
     def _stop_controller(self) -> None:
         if self.app is not None:
