@@ -10,8 +10,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lbhc.gce.client import GceClient
-from lbhc.model.cloud import COMPUTE_URL_PREFIX
+from lbhc.gce.convert import health_check_from_json
+from lbhc.model.cloud import COMPUTE_URL_PREFIX, HttpHealthCheck
 from lbhc.model.cluster import ClusterSnapshot, Service
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.coverage import probes_kube_proxy_healthz
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.sandbox import Sandbox
 from lbhc.settings import Settings
@@ -48,8 +51,15 @@ def read_cluster(settings: Settings) -> ClusterSnapshot:
 
 
 class SandboxView:
-    def __init__(self, sandbox: Sandbox, gce: GceClient, check_name: str, check_url: str) -> None:
-        self._sandbox, self._gce = sandbox, gce
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        gce: GceClient,
+        check_name: str,
+        check_url: str,
+        config: PlannerConfig,
+    ) -> None:
+        self._sandbox, self._gce, self._config = sandbox, gce, config
         self.check_name, self.check_url = check_name, check_url
 
     def pools(self, policy: str) -> list[str]:
@@ -78,16 +88,18 @@ class SandboxView:
         checks = self._pool_checks()
         return sorted(name for name in pools if not checks.get(name))
 
-    def kube_proxy_checked(self) -> dict[str, dict[str, Any]]:
-        """Pool -> the check it carries, for pools whose check probes kube-proxy's /healthz
-        (lbhc's or the cloud provider's): the pools that drain a node being deleted."""
+    def kube_proxy_checked(self) -> dict[str, HttpHealthCheck]:
+        """Pool -> the check it carries that probes kube-proxy's health port and path (lbhc's
+        or the cloud provider's), as lbhc's planner judges it: the pools that drain a node
+        being deleted."""
         spec = self._sandbox.spec
         checks = self._sandbox.compute.http_health_checks(spec.project)
-        by_url = {check["selfLink"]: check for check in checks.values()}
+        by_url = {check["selfLink"]: health_check_from_json(check) for check in checks.values()}
         found = {}
         for name, carried in self._pool_checks().items():
-            check = by_url.get(carried[0]) if carried else None
-            if check is not None and (check["port"], check["requestPath"]) == (10256, "/healthz"):
+            known = (by_url[url] for url in carried if url in by_url)
+            check = next((c for c in known if probes_kube_proxy_healthz(c, self._config)), None)
+            if check is not None:
                 found[name] = check
         return found
 

@@ -25,6 +25,7 @@ from lbhc.gce.client import GceClient
 from lbhc.model.cloud import http_health_check_url, instance_url
 from lbhc.model.cluster import Node
 from lbhc.model.plan import Action, Kind
+from lbhc.planner.coverage import drain_bound_seconds
 from lbhc.planner.drain import DrainState
 from lbhc.planner.planner import plan, shared_name
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
@@ -79,9 +80,10 @@ class Demo:
             self.gce = GceClient(
                 settings.gce_client_config(read_only=True, client_id="demo-checker")
             )
-            _, self.check_name = shared_name(read_cluster(settings), settings.planner_config())
+            config = settings.planner_config()
+            _, self.check_name = shared_name(read_cluster(settings), config)
             self.check_url = http_health_check_url(self.sandbox.spec.project, self.check_name)
-            self.view = SandboxView(self.sandbox, self.gce, self.check_name, self.check_url)
+            self.view = SandboxView(self.sandbox, self.gce, self.check_name, self.check_url, config)
             spec = self.sandbox.spec
             say(
                 f"sandbox up ({spec.cloud_provider} cloud provider): {spec.nodes} nodes, "
@@ -219,11 +221,8 @@ class Demo:
         checked = self.view.kube_proxy_checked()
         pools = sorted(checked)
         # The slowest attached check sets the bound: each pool drains at its own check's pace.
-        bound = max(
-            c["checkIntervalSec"] * self.options.time_scale * (c["unhealthyThreshold"] + 1)
-            for c in checked.values()
-        )
-        owners = sorted({c["name"] for c in checked.values()})
+        bound = max(drain_bound_seconds(c) for c in checked.values()) * self.options.time_scale
+        owners = sorted({c.name for c in checked.values()})
         tainted_at = time.monotonic()
         self.sandbox.kube.taint(victim, TAINT, str(int(time.time())), "NoSchedule")
         self.timeline.say(f"autoscaler taints {victim} {TAINT}")
