@@ -129,15 +129,7 @@ class ComputeFake:
         network "default", INGRESS, priority 1000); its network must have been seeded."""
         check_name(name, "name")
         with self._store.lock:
-            if self._store.taken(firewalls.KIND.collection, project, "global", name):
-                raise ValueError(f"firewall {project}/{name} already exists")
-            request = common.Request(
-                self._store, "POST", "", {"project": project}, {}, {**fields, "name": name}
-            )
-            built = firewalls.build(request, request.json, {})
-            rule = common.new_resource(self._store, firewalls.KIND, project, "global", name, built)
-            self._store.bucket(firewalls.KIND.collection, project, "global")[name] = rule
-            return copy.deepcopy(rule)
+            return copy.deepcopy(firewalls.seed(self._store, project, name, fields))
 
     def add_target_pool(
         self,

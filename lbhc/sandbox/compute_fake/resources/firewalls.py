@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import invalid, invalid_value, required
+from ..store import Store
 from ..validation import (
     check_cidr,
     check_known_fields,
@@ -90,7 +91,7 @@ def _rules(value: Any, field: str) -> list[dict[str, Any]]:
     return out
 
 
-def build(req: Request, body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+def build(store: Store, project: str, body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     """Validated user fields of `body` laid over `base` (the current rule for patch)."""
     check_known_fields(body, KIND.fields, "resource")
     merged = {k: v for k, v in base.items() if k in _USER_FIELDS}
@@ -100,7 +101,7 @@ def build(req: Request, body: dict[str, Any], base: dict[str, Any]) -> dict[str,
     if description:
         out["description"] = description
     network_ref = opt_str(merged, "network", "resource.network") or "global/networks/default"
-    out["network"] = networks.resolve(req.store, req.project, network_ref, "resource.network")
+    out["network"] = networks.resolve(store, project, network_ref, "resource.network")
     if base and base.get("network") not in (None, out["network"]):
         raise invalid_value("resource.network", network_ref, "Cannot change a firewall's network.")
     direction = opt_str(merged, "direction", "resource.direction") or "INGRESS"
@@ -146,6 +147,17 @@ def _check_direction(out: dict[str, Any]) -> None:
         out.setdefault("destinationRanges", [_ANYWHERE])
 
 
+def seed(store: Store, project: str, name: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A rule as an insert of `fields` (camelCase REST fields) would make it: validated and
+    defaulted (network "default", INGRESS, priority 1000); its network must exist."""
+    if store.taken(KIND.collection, project, "global", name):
+        raise ValueError(f"firewall {project}/{name} already exists")
+    fields = build(store, project, fields, {})
+    rule = common.new_resource(store, KIND, project, "global", name, fields)
+    store.bucket(KIND.collection, project, "global")[name] = rule
+    return rule
+
+
 def handle_get(req: Request) -> Response:
     return common.get(req, KIND, req.params["firewall"])
 
@@ -156,7 +168,7 @@ def handle_list(req: Request) -> Response:
 
 def handle_insert(req: Request) -> Response:
     name = check_name(req.json.get("name"))
-    return common.insert(req, KIND, name, build(req, req.json, {}))
+    return common.insert(req, KIND, name, build(req.store, req.project, req.json, {}))
 
 
 def handle_update(req: Request) -> Response:
@@ -165,7 +177,7 @@ def handle_update(req: Request) -> Response:
     def rebuild(current: dict[str, Any]) -> dict[str, Any]:
         # PUT replaces everything, but an omitted network means "unchanged", not "default".
         full = body if "network" in body else {**body, "network": current["network"]}
-        return build(req, full, {"network": current["network"]})
+        return build(req.store, req.project, full, {"network": current["network"]})
 
     return common.replace(req, KIND, req.params["firewall"], "update", rebuild)
 
@@ -173,7 +185,11 @@ def handle_update(req: Request) -> Response:
 def handle_patch(req: Request) -> Response:
     body = req.json
     return common.replace(
-        req, KIND, req.params["firewall"], "patch", lambda current: build(req, body, current)
+        req,
+        KIND,
+        req.params["firewall"],
+        "patch",
+        lambda current: build(req.store, req.project, body, current),
     )
 
 
