@@ -187,16 +187,21 @@ def lb_ip(index: int) -> str:
     return str(FIRST_LB_IP + index)
 
 
+def _is_local(spec: SandboxSpec, index: int) -> bool:
+    """The last `local_services` of the first `services` are externalTrafficPolicy: Local."""
+    return spec.services - spec.local_services <= index < spec.services
+
+
 def service_name(spec: SandboxSpec, index: int) -> str:
     if index == spec.services:
         return f"{OLD_PROVIDER_PREFIX}{index}"
     if index == spec.services + 1:
         return f"rbs-{index}"
-    return f"local-{index}" if index >= spec.services - spec.local_services else f"web-{index}"
+    return f"local-{index}" if _is_local(spec, index) else f"web-{index}"
 
 
 def service(spec: SandboxSpec, index: int) -> Object:
-    local = spec.services - spec.local_services <= index < spec.services
+    local = _is_local(spec, index)
     name = service_name(spec, index)
     obj: Object = {
         "apiVersion": "v1",

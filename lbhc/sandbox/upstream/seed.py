@@ -21,14 +21,12 @@ def provision(
     hosts: list[str],
     *,
     without_check: Collection[str] = (),
-) -> list[str]:
+) -> None:
     """Every LoadBalancer Service's load balancer, at the IP its status already publishes:
     a target-pool Service gets its traffic firewall, the check its traffic policy wants (and
     that check's firewall) and a pool carrying it, and its forwarding rule; a Service whose
     key is in `without_check` gets a pool with no check, as a cloud provider older than the
-    nodes check made it; an RBS Service gets only a forwarding rule to a backend service.
-    Returns the pools' names."""
-    pools: list[str] = []
+    nodes check made it; an RBS Service gets only a forwarding rule to a backend service."""
     for obj in services:
         service = ServiceView.of(obj)
         if service.type != "LoadBalancer" or not service.ingress_ips:
@@ -38,8 +36,6 @@ def provision(
             _rbs_rule(fake, where, service, ip)
         elif kind is Handler.TARGET_POOL:
             _load_balancer(fake, where, service, ip, hosts, service.key not in without_check)
-            pools.append(service.lb_name)
-    return pools
 
 
 def _firewall(fake: ComputeFake, project: str, body: dict[str, Any]) -> None:
