@@ -1,8 +1,9 @@
 """One pass of today's service controller with the GCE cloud provider behind it (the
 "current" profile), over the kube-apiserver fake's Services. As k8s.io/cloud-provider's
-service controller does, a load balancer is ensured when the controller first sees its
-Service (at start, every Service) and again whenever the Service changes in a way that
-matters; a failure is retried on the next pass. Which code path handles which Service:
+service controller does (controllers/service/controller.go: needsUpdate, addFinalizer), a
+load balancer is ensured when the controller first sees its Service (at start, every
+Service) and again whenever the Service changes in a way that matters, the cleanup finalizer
+added first; a failure is retried on the next pass. Which code path handles which Service:
 services.handler."""
 
 from __future__ import annotations

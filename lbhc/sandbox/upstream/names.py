@@ -1,7 +1,10 @@
 """Names, descriptions and constants of today's GCE cloud provider, from
 kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_naming.go, gce_clusterid.go,
 gce_healthchecks.go, gce.go, gce_loadbalancer.go, gce_util.go and gce_annotations.go; and the
-shape of ingress-gce's names for the RBS Services the cloud provider leaves to it."""
+shape of ingress-gce's names for the RBS Services the cloud provider leaves to it.
+
+Written from upstream, not imported from lbhc (load_balancer_name is not
+lbhc.planner.names.target_pool_name): the emulator is an independent check on lbhc's names."""
 
 from __future__ import annotations
 
@@ -130,16 +133,17 @@ def _trimmed(namespace: str, name: str, budget: int) -> str:
 
 
 def rbs_backend_service_name(kube_system_uid: str, namespace: str, name: str) -> str:
-    """Shaped like ingress-gce's L4Namer.L4Backend, k8s2-{uid}-{ns}-{name}-{suffix} (at most
-    63 characters); the hashes are the sandbox's, not bit-exact."""
+    """Shaped like ingress-gce's L4Namer.L4Backend (pkg/utils/namer/l4_namer.go),
+    k8s2-{uid}-{ns}-{name}-{suffix} (at most 63 characters); the hashes are the sandbox's,
+    not bit-exact."""
     cluster = _hash(kube_system_uid, 8)
     suffix = _hash(f"{cluster};{namespace};{name}", 8)
     return f"k8s2-{cluster}-{_trimmed(namespace, name, 36)}-{suffix}"
 
 
 def rbs_forwarding_rule_name(kube_system_uid: str, namespace: str, name: str) -> str:
-    """Shaped like ingress-gce's L4Namer.L4ForwardingRule, k8s2-{protocol}-{uid}-{ns}-{name}-
-    {suffix}, for TCP."""
+    """Shaped like ingress-gce's L4Namer.L4ForwardingRule (pkg/utils/namer/l4_namer.go),
+    k8s2-{protocol}-{uid}-{ns}-{name}-{suffix}, for TCP."""
     cluster = _hash(kube_system_uid, 8)
     suffix = _hash(f"{cluster};{namespace};{name}", 8)
     return f"k8s2-tcp-{cluster}-{_trimmed(namespace, name, 32)}-{suffix}"

@@ -125,7 +125,9 @@ def handler(service: ServiceView) -> Handler:
 
 def uses_l4_rbs(service: ServiceView) -> bool:
     """gce_util.go usesL4RBS, without its last test (an existing forwarding rule with a backend
-    service under the load balancer's name: ingress-gce names its rules otherwise)."""
+    service under the load balancer's name: ingress-gce names its rules otherwise). Its class
+    test never decides in `handler`, which has sent every other class away already, as
+    EnsureLoadBalancer does before shouldProcessNetLB; it is kept as upstream has it."""
     return (
         service.load_balancer_class == names.RBS_CLASS
         or service.annotation(names.RBS_ANNOTATION) == names.RBS_ENABLED
