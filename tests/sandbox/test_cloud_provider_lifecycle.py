@@ -189,8 +189,12 @@ def test_the_last_pool_to_leave_the_nodes_check_takes_it_and_then_its_firewall()
         project, lb = sandbox.spec.project, sandbox.load_balancer_name(NS, "web-0")
         ip = rule_ip(sandbox, "web-0")
         sandbox.set_traffic_policy(NS, "web-0", "Local")
-        wait_for(lambda: rule_ip(sandbox, "web-0"), what="web-0 recreated", timeout=10)
         wait_for(lambda: sandbox.recreations, what="the recreation recorded")
+        wait_for(
+            lambda: checks_of(pool(sandbox, "web-0")) == [lb] and rule_ip(sandbox, "web-0") == ip,
+            what="web-0 recreated with its own check, behind the same IP",
+            timeout=10,
+        )
         assert nodes not in sandbox.compute.http_health_checks(project)
         assert firewall not in sandbox.compute.firewalls(project)
         assert ("DELETE", "httpHealthChecks", nodes, 200) in writes(sandbox)

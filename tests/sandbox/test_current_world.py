@@ -54,6 +54,10 @@ def pool(sandbox: Sandbox, service: str) -> str:
     return sandbox.load_balancer_name(SPEC.namespace, service)
 
 
+def rule_ip(sandbox: Sandbox, lb: str) -> str:
+    return str(sandbox.compute.forwarding_rules(SPEC.project, SPEC.region)[lb]["IPAddress"])
+
+
 def carried(sandbox: Sandbox) -> dict[str, list[str]]:
     pools = sandbox.compute.target_pools(SPEC.project, SPEC.region)
     return {n: [u.rsplit("/", 1)[-1] for u in p.get("healthChecks", [])] for n, p in pools.items()}
@@ -133,6 +137,7 @@ def test_a_traffic_policy_flip_recreates_the_pool_and_lbhc_follows(
 ) -> None:
     assert lbhc(sandbox, capsys, "apply")[0] == 0
     before = pool(sandbox, "legacy-2")
+    ip = rule_ip(sandbox, before)
     sandbox.set_traffic_policy(SPEC.namespace, "legacy-2", "Local")
     wait_for(lambda: len(sandbox.recreations) == 1, timeout=30, what="the pool recreated")
     # Upstream recreated the pool with the Service's own per-Service check: lbhc's is off it.
@@ -154,7 +159,9 @@ def test_a_traffic_policy_flip_recreates_the_pool_and_lbhc_follows(
     services = {s["service"]: s["coverage"] for s in status(sandbox, capsys)["services"]}
     assert services["demo/legacy-2"] == "cloud-provider"
     recreation = sandbox.recreations[-1]
-    assert recreation.pool == before  # same name, same IP: a new pool behind the same address
+    # Same name, same IP: a new pool behind the same address.
+    assert (recreation.pool, recreation.ip) == (before, ip)
+    assert rule_ip(sandbox, before) == ip
 
 
 def test_takeover_then_teardown_gives_the_cloud_providers_check_back(
@@ -201,7 +208,7 @@ def test_a_fully_covered_cluster_plans_nothing_and_apply_writes_nothing(
 ) -> None:
     sandbox.kube.delete("Service", SPEC.namespace, "legacy-2")
     wait_for(
-        lambda: pool(sandbox, "web-0") and len(sandbox.deleted_pools) == 1,
+        lambda: len(sandbox.deleted_pools) == 1,
         timeout=30,
         what="the legacy Service's load balancer gone",
     )

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,13 +33,10 @@ STEPS = ["plan", "converge", "scale-down", "scale-down-aborted", "version-skew",
     ],
 )
 def test_demo_walks_every_step_and_reports_it(
-    cloud_provider: str, backfilled: int, covered: int
+    cloud_provider: str, backfilled: int, covered: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """What `lbhc demo` runs (lbhc/cli/sandbox.py), its timeline and its summary."""
-    timeline = io.StringIO()
-    summary = run_demo(DemoOptions(cloud_provider=cloud_provider), out=timeline).to_json()
-    if cloud_provider == "current":  # the README's sample is this run's, timings aside
-        assert_readme_sample_matches(timeline.getvalue())
+    summary = demo_summary(cloud_provider, capsys)
 
     assert [step["name"] for step in summary["steps"]] == STEPS
     assert all(step["ok"] for step in summary["steps"]), summary["steps"]
@@ -63,6 +61,21 @@ def test_demo_walks_every_step_and_reports_it(
     assert summary["gce_mutations"] == 2 + 4 * backfilled + 2
 
 
+def demo_summary(cloud_provider: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """Today's world through run_demo, whose timeline the README shows; the old one through
+    the CLI, its exit code and JSON output included."""
+    if cloud_provider == "current":
+        timeline = io.StringIO()
+        summary = run_demo(DemoOptions(cloud_provider=cloud_provider), out=timeline).to_json()
+        assert_readme_sample_matches(timeline.getvalue())  # timings aside
+        return summary
+    code = main(["demo", "--output", "json", "--cloud-provider", cloud_provider])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    parsed: dict[str, Any] = json.loads(out)
+    return parsed
+
+
 def _timeless(line: str) -> str:
     """A demo line without what varies from run to run: timestamps and durations."""
     return re.sub(r"\d+\.\d+s", "N s", re.sub(r"^\[\s*[\d.]+s\] ", "", line.rstrip()))
@@ -72,9 +85,10 @@ def assert_readme_sample_matches(text: str) -> None:
     readme = (ROOT / "README.md").read_text()
     sample = readme.split("## Try it", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     printed = {_timeless(line) for line in text.splitlines()}
-    for line in sample.splitlines():
-        if line.strip() and line.strip() != "...":
-            assert _timeless(line) in printed, f"README's demo shows {line!r}; got:\n{text}"
+    shown = [line for line in sample.splitlines() if line.strip() and line.strip() != "..."]
+    assert len(shown) >= 10, f"README's demo sample is missing or cut short: {sample!r}"
+    for line in shown:
+        assert _timeless(line) in printed, f"README's demo shows {line!r}; got:\n{text}"
 
 
 def test_demo_rejects_a_bad_time_scale(capsys: pytest.CaptureFixture[str]) -> None:
