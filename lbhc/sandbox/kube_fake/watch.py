@@ -108,9 +108,19 @@ def stream(
     path: str = "",
     server: str = "",
 ) -> Iterator[bytes]:
-    """The watch's body, one chunk per event. `path` and `server` are what faults match."""
+    """The watch's body, one chunk per event. `path` and `server` are what faults match.
+    Which drop_watches() ends it is settled now, as the request is taken and before the
+    response headers go out: a drop after the client has its response ends this stream even
+    if its body has not begun."""
+    epoch = faults.watch_epoch
+    return _ending_cleanly(
+        _stream(store, faults, request, bookmark_interval, stop, path, server, epoch)
+    )
+
+
+def _ending_cleanly(body: Iterator[bytes]) -> Iterator[bytes]:
     try:
-        yield from _stream(store, faults, request, bookmark_interval, stop, path, server)
+        yield from body
     except _EndCleanly:
         return
 
@@ -123,8 +133,8 @@ def _stream(
     stop: threading.Event | None,
     path: str,
     server: str,
+    epoch: int,
 ) -> Iterator[bytes]:
-    epoch = faults.watch_epoch
     deadline = time.monotonic() + request.timeout
     yield from _stall(faults, path, server, stop, epoch)
     initial: list[Object] = []
