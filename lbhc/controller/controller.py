@@ -138,6 +138,8 @@ class Controller:
         if not self._options.dry_run and not self._may_write():
             log.debug("not the leader; skipping pass (%s)", reasons[0])
             return None
+        # What woke it (coalesced): for an operator asking why lbhc read GCE just now.
+        log.debug("pass: %s", "; ".join(reasons[:5]) + ("; ..." if len(reasons) > 5 else ""))
         started = time.monotonic()
         _, name = shared_name_for(self._cache.kube_system_uid, self._config)
         try:
