@@ -69,7 +69,7 @@ Arm = Callable[[FaultWorld, random.Random, Scale], Run]
 @dataclass(frozen=True)
 class Case:
     id: str
-    fault_class: str  # the fault class, for the report
+    fault_class: str  # the fault class the report groups runs by
     arm: Arm
     short: bool = True  # also part of make test (small, one seed)
     max_seeds: int | None = None  # the slowest cases run fewer seeds

@@ -168,7 +168,7 @@ def test_the_oracle_catches_foreign_touches_budget_breaches_and_duplicates() -> 
 
 def test_a_check_held_by_another_owner_is_reported() -> None:
     """The clean-up cannot finish while another owner's pool (outside lbhc's region, so
-    outside its view) holds our check: by the issue's rule, a situation lbhc cannot resolve
+    outside its view) holds our check: a situation lbhc cannot resolve on its own
     must be reported (Event, warning or metric), not only retried."""
     with fault_world() as fw:
         fw.add_services(1)

@@ -252,7 +252,7 @@ def test_flip_changes_state_after_threshold_intervals(
     [(changed_at, state)] = prober.transitions(A)[seen:]
     assert state == end_state
     # A probe sent just before the flip may be answered after it, so the lower bound gets one
-    # interval of slack on a loaded machine; the upper bound is what the issue requires.
+    # interval of slack on a loaded machine; the upper bound is lbhc's drain bound.
     assert (threshold - 2) * INTERVAL <= changed_at - flipped <= (threshold + 1) * INTERVAL
 
 

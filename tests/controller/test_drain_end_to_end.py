@@ -62,7 +62,7 @@ def test_tainted_node_turns_unhealthy_in_the_lb_within_the_bound_and_recovers() 
             wait_for(lambda: lb_state("node-1") == "UNHEALTHY", what="node-1 UNHEALTHY in the LB")
             went_down = [t for t, s in prober.transitions(instance("node-1")) if s == "UNHEALTHY"]
             drain_seconds = went_down[-1] - tainted_at
-            # The bound is the upper one. Three failures take about two intervals
+            # lbhc's drain bound is the upper one. Three failures take about two intervals
             # or more; the lower bound gets one interval of slack for a loaded machine.
             lower = (UNHEALTHY_THRESHOLD - 2) * INTERVAL
             assert lower <= drain_seconds <= (UNHEALTHY_THRESHOLD + 1) * INTERVAL

@@ -1,4 +1,4 @@
-"""Table-driven planner tests: one row per rule in the issue, named for the rule."""
+"""Table-driven planner tests: one row per planner rule, named for the rule."""
 
 from __future__ import annotations
 
