@@ -3,7 +3,11 @@
 # pinned requirements.lock. Build: docker build -t REGISTRY/lbhc:VERSION .
 
 # Exact version, and the same in both stages, so the venv's interpreter matches at run time.
-FROM python:3.11.7-slim-bookworm AS build
+# Pinned by digest (the multi-platform index), the tag beside it for people: a tag can be
+# re-pushed, a digest cannot. To move to a newer base, take the index digest of the new tag
+# from `docker buildx imagetools inspect python:TAG` (the "Digest:" line) and put tag and digest
+# in BOTH FROM lines (tests/test_container.py checks they agree).
+FROM python:3.11.7-slim-bookworm@sha256:d11b9bd5e49ea7401753d78f4d3b56f3aec952b85b49bcae88981f0452818e0b AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY requirements.lock ./
@@ -13,7 +17,7 @@ COPY lbhc ./lbhc
 # --no-deps: everything it needs came from the lock above, nothing floats.
 RUN /opt/lbhc/bin/pip install --no-deps . && /opt/lbhc/bin/lbhc --help > /dev/null
 
-FROM python:3.11.7-slim-bookworm
+FROM python:3.11.7-slim-bookworm@sha256:d11b9bd5e49ea7401753d78f4d3b56f3aec952b85b49bcae88981f0452818e0b
 COPY --from=build /opt/lbhc /opt/lbhc
 ENV PATH=/opt/lbhc/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 # Numeric, so runAsNonRoot can verify it without /etc/passwd.

@@ -1,7 +1,8 @@
 """The Dockerfile, linted as far as a machine without a Docker engine allows: a multi-stage
-build from one exactly pinned slim base, dependencies only from requirements.lock (which pins
-every runtime dependency at a version pyproject accepts), a numeric non-root user, `lbhc run`
-as the entrypoint, and a .dockerignore that keeps everything else out."""
+build from one slim base pinned by exact tag and digest, dependencies only from
+requirements.lock (which pins every runtime dependency at a version pyproject accepts), a
+numeric non-root user, `lbhc run` as the entrypoint, and a .dockerignore that keeps everything
+else out."""
 
 from __future__ import annotations
 
@@ -38,11 +39,14 @@ def lock() -> dict[str, str]:
     return pins
 
 
-def test_multi_stage_from_one_exactly_pinned_slim_base() -> None:
+def test_multi_stage_from_one_base_pinned_by_tag_and_digest() -> None:
+    """Every stage FROM the same reference (the venv built in one runs in the other), an exact
+    slim tag for people and a digest for the build: a tag can be re-pushed, a digest cannot."""
     bases = [rest.split()[0] for keyword, rest in instructions() if keyword == "FROM"]
-    assert len(bases) >= 2
-    assert len(set(bases)) == 1
-    assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+(@sha256:[0-9a-f]{64})?", bases[0])
+    assert len(bases) >= 2, "a build stage and a runtime stage"
+    assert len(set(bases)) == 1, f"the stages differ: {sorted(set(bases))}"
+    pinned = re.fullmatch(r"python:\d+\.\d+\.\d+-slim-[a-z]+@sha256:[0-9a-f]{64}", bases[0])
+    assert pinned, f"{bases[0]}: want python:X.Y.Z-slim-DISTRO@sha256:<64 hex>"
 
 
 def test_final_stage_runs_lbhc_as_a_numeric_non_root_user() -> None:
