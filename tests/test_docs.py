@@ -16,7 +16,13 @@ import pytest
 import lbhc
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "terraform" / "README.md",
+    ROOT / "tests" / "e2e" / "README.md",
+]
 SOURCES = sorted(p for d in ("lbhc", "tests") for p in (ROOT / d).rglob("*.py"))
 
 # Written in pieces so that this file does not match its own patterns.
