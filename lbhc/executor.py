@@ -1,10 +1,13 @@
 """Runs a Plan through the narrow GCE writer, in an order that is safe at every step:
 firewall, then check, then attaches (concurrently); detaches (concurrently), then the check's
-delete, then the firewall's. A failed step skips only what depends on it."""
+delete, then the firewall's. A failed step skips only what depends on it. Each outcome is
+reported as it happens (so `lbhc apply` can stream them), and a stop request lets the calls in
+flight finish and starts no new one (so Ctrl-C never leaves a call half-made)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -72,10 +75,27 @@ class ApplyResult:
         return sum(1 for o in self.outcomes if o.status is status)
 
 
+# The detail of a change a stop request kept from starting; callers tell "not done" by it.
+NOT_STARTED = "not started: interrupted"
+
+
 class Executor:
-    def __init__(self, gce: ComputeWriter, max_concurrency: int = 32) -> None:
+    def __init__(
+        self,
+        gce: ComputeWriter,
+        max_concurrency: int = 32,
+        on_outcome: Callable[[Outcome], None] | None = None,
+    ) -> None:
         self._gce = gce
         self._max_concurrency = max(1, max_concurrency)
+        # Called once per change, from whichever thread finished it, as soon as it is known.
+        self._on_outcome = on_outcome or (lambda _: None)
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        """Start no further call; those in flight finish and are reported. Safe from any
+        thread, e.g. a signal handler's."""
+        self._stop.set()
 
     def apply(self, plan: Plan) -> ApplyResult:
         outcomes: list[Outcome] = []
@@ -95,7 +115,7 @@ class Executor:
             outcomes.extend(self._concurrently(attaches, self._attach))
         else:
             why = "the shared health check or firewall is not in place"
-            outcomes.extend(Outcome(c, Status.SKIPPED, why) for c in attaches)
+            outcomes.extend(self._report(Outcome(c, Status.SKIPPED, why)) for c in attaches)
         given = self._concurrently(gives_back, self._attach)
         outcomes.extend(given)
 
@@ -106,7 +126,8 @@ class Executor:
         removable = all(o.status is Status.DONE for o in (*detaches, *given))
         for change in by_phase["delete"]:  # check first, then firewall
             if not removable:
-                outcomes.append(Outcome(change, Status.SKIPPED, "waits for an earlier step"))
+                skipped = Outcome(change, Status.SKIPPED, "waits for an earlier step")
+                outcomes.append(self._report(skipped))
                 continue
             outcome = self._run(change, self._delete)
             outcomes.append(outcome)
@@ -115,6 +136,8 @@ class Executor:
 
     # ---- steps --------------------------------------------------------------------------
     def _run(self, change: Change, step: Callable[[Change], Outcome]) -> Outcome:
+        if self._stop.is_set():
+            return self._report(Outcome(change, Status.SKIPPED, NOT_STARTED))
         try:
             outcome = step(change)
         except Exception as exc:  # one failing step must not stop the others
@@ -129,6 +152,10 @@ class Executor:
             outcome.status,
             outcome.detail,
         )
+        return self._report(outcome)
+
+    def _report(self, outcome: Outcome) -> Outcome:
+        self._on_outcome(outcome)
         return outcome
 
     def _concurrently(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lbhc.executor import ApplyResult, Status
+from lbhc.executor import ApplyResult, Outcome, Status
 from lbhc.model.cloud import resource_name
 from lbhc.model.plan import Action, Change, Plan
 
@@ -83,16 +83,29 @@ def render_result_text(result: ApplyResult) -> str:
         if outcome.detail:
             line += f": {outcome.detail}"
         lines.append(line)
-    lines.append(
-        f"Applied: {result.count(Status.DONE)} done, {result.count(Status.FAILED)} failed, "
-        f"{result.count(Status.SKIPPED)} skipped."
-    )
+    lines.append(render_result_summary(result))
     return "\n".join(lines)
 
 
-def render_json(plan: Plan, result: ApplyResult | None = None) -> str:
+def render_outcome_line(outcome: Outcome, position: int, total: int) -> str:
+    """One streamed line per change as it completes: `[12/800] attach TargetPool a1b2: done`."""
+    change = outcome.change
+    line = f"[{position}/{total}] {change.action.value} {change.kind} {change.name}: "
+    line += outcome.status.value
+    return line + (f" ({outcome.detail})" if outcome.detail else "")
+
+
+def render_result_summary(result: ApplyResult) -> str:
+    return (
+        f"Applied: {result.count(Status.DONE)} done, {result.count(Status.FAILED)} failed, "
+        f"{result.count(Status.SKIPPED)} skipped."
+    )
+
+
+def render_json(plan: Plan, result: ApplyResult | None = None, *, interrupted: bool = False) -> str:
     body = plan.to_json()
     if result is not None:
         body["results"] = [o.to_json() for o in result.outcomes]
-        body["ok"] = result.ok
+        body["ok"] = result.ok and not interrupted
+        body["interrupted"] = interrupted
     return json.dumps(body, indent=2, sort_keys=False)

@@ -4,13 +4,16 @@ planner and executor."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lbhc.executor import ComputeWriter
     from lbhc.model.cluster import ClusterSnapshot
+    from lbhc.model.plan import Plan
     from lbhc.settings import Settings
 
-from lbhc.cli.parser import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
+from lbhc.cli.parser import EXIT_CHANGES, EXIT_OK
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -32,11 +35,10 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def plan_or_apply(args: argparse.Namespace) -> int:
-    from lbhc.executor import Executor
     from lbhc.gce.client import GceClient
     from lbhc.planner.planner import plan as make_plan
     from lbhc.planner.planner import shared_name
-    from lbhc.render import render_json, render_plan_text, render_result_text
+    from lbhc.render import render_json, render_plan_text
 
     settings = settings_from(args)
     config = settings.planner_config()
@@ -50,15 +52,30 @@ def plan_or_apply(args: argparse.Namespace) -> int:
     if not applying:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
         return EXIT_CHANGES if args.detailed_exitcode and the_plan.has_changes else EXIT_OK
+    return apply_and_report(the_plan, gce, settings.max_concurrent_pool_calls, args)
 
-    result = Executor(gce, settings.max_concurrent_pool_calls).apply(the_plan)
-    if args.output == "json":
-        print(render_json(the_plan, result))
-    else:
-        print(render_plan_text(the_plan))
+
+def apply_and_report(
+    the_plan: Plan, gce: ComputeWriter, max_concurrency: int, args: argparse.Namespace
+) -> int:
+    """Shared by `apply` and `teardown`: the plan, the question, the streamed changes, the
+    summary (or, after Ctrl-C, what was and was not done)."""
+    from lbhc.cli.apply import Progress, confirm, execute, render_applied
+    from lbhc.render import render_json, render_plan_text
+
+    text = args.output != "json"
+    if text:
+        print(render_plan_text(the_plan), flush=True)
+    confirm(the_plan, sys.stdin, sys.stdout, args.auto_approve)
+    if text and the_plan.changes:
         print()
-        print(render_result_text(result))
-    return EXIT_OK if result.ok else EXIT_ERROR
+    progress = Progress(len(the_plan.changes), sys.stdout, sys.stderr, stream=text)
+    applied = execute(the_plan, gce, max_concurrency, progress)
+    if text:
+        print(render_applied(the_plan, applied))
+    else:
+        print(render_json(the_plan, applied.result, interrupted=applied.interrupted))
+    return applied.exit_code
 
 
 def read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapshot:

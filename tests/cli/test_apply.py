@@ -1,0 +1,282 @@
+"""`lbhc apply` as a terraform user expects it: the question on a terminal, each change
+streamed as it completes, and Ctrl-C that finishes the calls in flight, starts no new one and
+says what was and was not done. The executor's stop and the progress stream run against the
+Compute fake over a real socket; the terminal behaviour runs `lbhc` as a process on a pty."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lbhc.cli.apply import ApplyDeclined, Progress, confirm, interrupted_summary
+from lbhc.executor import NOT_STARTED, Executor, Status
+from lbhc.model.plan import Action, Plan
+from lbhc.planner.planner import plan as make_plan
+from tests.builders import cluster, config, names, node, service
+from tests.conftest import ComputeEnv
+from tests.test_cli import gce_args, kubectl_list
+
+_, NAME, URL = names()
+
+
+class Terminal(io.StringIO):
+    """A text stream that says it is a terminal, as sys.stderr does on one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def planned(compute: ComputeEnv, pools: int) -> Plan:
+    svcs = tuple(service(f"svc-{i}") for i in range(pools))
+    for svc in svcs:
+        compute.add_service_pool(svc)
+    return make_plan(cluster(services=svcs), compute.client().read_snapshot(NAME), config())
+
+
+# ---- the executor's stop ---------------------------------------------------------------
+
+
+def test_stop_lets_the_call_in_flight_finish_and_starts_no_other(compute: ComputeEnv) -> None:
+    the_plan = planned(compute, pools=5)
+    seen: list[tuple[str, Status, str]] = []
+    executor = Executor(
+        compute.client(),
+        max_concurrency=1,
+        on_outcome=lambda o: seen.append((o.change.name, o.status, o.detail)),
+    )
+    # Ctrl-C arrives just as the first attach reaches GCE.
+    compute.fake.faults.on_request(executor.stop, path_contains="addHealthCheck")
+
+    result = executor.apply(the_plan)
+
+    attaches = [o for o in result.outcomes if o.change.action is Action.ATTACH]
+    assert [o.status for o in attaches] == [Status.DONE] + [Status.SKIPPED] * 4
+    assert all(o.detail == NOT_STARTED for o in attaches[1:])
+    # What it reports is what GCE holds: exactly one pool got the check, and no request
+    # was made after the stop but the one in flight.
+    assert sum(compute.pool_checks(o.change.name) == [URL] for o in attaches) == 1
+    assert [e.path for e in compute.fake.mutating_requests()][-1].endswith("addHealthCheck")
+    assert len(seen) == len(the_plan.changes)
+
+
+def test_outcomes_are_reported_once_each_as_they_happen(compute: ComputeEnv) -> None:
+    the_plan = planned(compute, pools=6)
+    reported: list[str] = []
+    executor = Executor(compute.client(), 4, on_outcome=lambda o: reported.append(o.change.name))
+    result = executor.apply(the_plan)
+    assert result.ok
+    assert sorted(reported) == sorted(c.name for c in the_plan.changes)
+
+
+# ---- the stream and the progress line ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stream", "terminal", "lines", "live"),
+    [
+        (True, True, 8, True),  # text on a terminal: stream and live line
+        (True, False, 8, False),  # text to a pipe: stream only
+        (False, True, 0, True),  # JSON on a terminal: stdout stays pure JSON
+        (False, False, 0, False),
+    ],
+    ids=["text-tty", "text-pipe", "json-tty", "json-pipe"],
+)
+def test_progress_streams_numbered_lines_and_draws_only_on_a_terminal(
+    compute: ComputeEnv, stream: bool, terminal: bool, lines: int, live: bool
+) -> None:
+    the_plan = planned(compute, pools=6)
+    out, err = io.StringIO(), Terminal() if terminal else io.StringIO()
+    progress = Progress(len(the_plan.changes), out, err, stream=stream)
+    Executor(compute.client(), 4, on_outcome=progress.record).apply(the_plan)
+    progress.finish()
+
+    streamed = out.getvalue().splitlines()
+    assert len(streamed) == lines
+    assert [s.split("]")[0] for s in streamed] == [f"[{i}/8" for i in range(1, lines + 1)]
+    assert all(s.endswith(": done") for s in streamed)
+    assert ("Applying: 8/8 (0 failed)" in err.getvalue()) is live
+    # The live line is erased at the end, so what follows starts on a clean line.
+    assert err.getvalue().endswith("\r\x1b[K") is live
+
+
+def test_changes_a_stop_kept_from_starting_are_counted_not_streamed(
+    compute: ComputeEnv,
+) -> None:
+    the_plan = planned(compute, pools=4)
+    out = io.StringIO()
+    progress = Progress(len(the_plan.changes), out, io.StringIO(), stream=True)
+    executor = Executor(compute.client(), 1, on_outcome=progress.record)
+    compute.fake.faults.on_request(executor.stop, path_contains="addHealthCheck")
+    result = executor.apply(the_plan)
+
+    assert len(out.getvalue().splitlines()) == 3  # firewall, check, the attach in flight
+    summary = interrupted_summary(the_plan, result)
+    assert summary[0].startswith("Interrupted: 3 of 6 changes done, 3 not done.")
+    assert len([s for s in summary if s.startswith("  not done: attach TargetPool")]) == 3
+
+
+# ---- the question ----------------------------------------------------------------------
+
+
+class Keyboard(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("stdin", "auto_approve", "asks", "proceeds"),
+    [
+        (Keyboard("yes\n"), False, True, True),
+        (Keyboard("y\n"), False, True, False),  # only a literal yes, as terraform
+        (Keyboard(""), False, True, False),  # end of input
+        (Keyboard("no\n"), True, False, True),
+        (io.StringIO("no\n"), False, False, True),  # a pipe or CI: nobody to ask
+    ],
+    ids=["yes", "y", "eof", "auto-approve", "not-a-terminal"],
+)
+def test_the_question_is_asked_only_of_a_person_and_only_yes_approves(
+    compute: ComputeEnv, stdin: io.StringIO, auto_approve: bool, asks: bool, proceeds: bool
+) -> None:
+    the_plan = planned(compute, pools=1)
+    out = io.StringIO()
+    if proceeds:
+        confirm(the_plan, stdin, out, auto_approve)
+    else:
+        with pytest.raises(ApplyDeclined, match="--auto-approve"):
+            confirm(the_plan, stdin, out, auto_approve)
+    assert ("Only 'yes' will be accepted" in out.getvalue()) is asks
+
+
+def test_a_plan_without_changes_asks_nothing(compute: ComputeEnv) -> None:
+    out = io.StringIO()
+    confirm(planned(compute, pools=0), Keyboard(""), out, auto_approve=False)
+    assert out.getvalue() == ""
+
+
+# ---- the real command on a terminal ------------------------------------------------------
+
+
+class Pty:
+    """`lbhc` as a process whose stdin, stdout and stderr are one pseudo-terminal."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self._master, slave = pty.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lbhc", *argv],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        os.close(slave)
+        self.output = ""
+        self.pools: list[str] = []
+
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate(self.output):
+            left = deadline - time.monotonic()
+            if left <= 0 or (self.process.poll() is not None and not self._read(0.1)):
+                raise AssertionError(f"timed out; the terminal shows:\n{self.output}")
+            self._read(min(left, 0.5))
+
+    def type(self, text: str) -> None:
+        os.write(self._master, text.encode())
+
+    def exit_code(self, timeout: float = 60.0) -> int:
+        code = self.process.wait(timeout)
+        while self._read(0.1):
+            pass
+        return code
+
+    def _read(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self._master], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            chunk = os.read(self._master, 65536)
+        except OSError:  # the other end closed
+            return False
+        self.output += chunk.decode(errors="replace")
+        return bool(chunk)
+
+    @property
+    def text(self) -> str:
+        """What a person reads: the live line's redraws (carriage return, erase line) and
+        the terminal's CRLF removed."""
+        return self.output.replace("\x1b[K", "").replace("\r\n", "\n").replace("\r", "\n")
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self._master)
+
+
+@pytest.fixture
+def terminal(compute: ComputeEnv, tmp_path: Path) -> Iterator[Callable[..., Pty]]:
+    sessions: list[Pty] = []
+
+    def start(pools: int, *extra: str) -> Pty:
+        svcs = [service(f"svc-{i}") for i in range(pools)]
+        names = [compute.add_service_pool(svc) for svc in svcs]
+        snapshot = tmp_path / "cluster.json"
+        snapshot.write_text(json.dumps(kubectl_list(node(), *svcs)))
+        # One pool call at a time, each operation slow enough to interrupt in the middle.
+        env = {**os.environ, "LBHC_MAX_CONCURRENT_POOL_CALLS": "1"}
+        argv = ["apply", "--cluster-snapshot", str(snapshot), *gce_args(compute), *extra]
+        session = Pty(argv, env)
+        session.pools = names
+        sessions.append(session)
+        return session
+
+    yield start
+    for session in sessions:
+        session.close()
+
+
+def test_no_at_the_question_changes_nothing_and_exits_1(
+    compute: ComputeEnv, terminal: Callable[..., Pty]
+) -> None:
+    session = terminal(2)
+    session.wait_for(lambda shown: "Enter a value:" in shown)
+    session.type("no\n")
+    assert session.exit_code() == 1
+    assert "lbhc: error: apply cancelled: the answer was not 'yes'" in session.output
+    assert compute.fake.mutating_requests() == []
+
+
+def test_ctrl_c_finishes_the_call_in_flight_says_what_is_left_and_exits_130(
+    compute: ComputeEnv, terminal: Callable[..., Pty]
+) -> None:
+    compute.fake.operation_latency = 0.3
+    session = terminal(8)
+    session.wait_for(lambda shown: "Enter a value:" in shown)
+    session.type("yes\n")
+    session.wait_for(lambda shown: "[3/10] attach TargetPool" in shown)
+    assert "Applying: " in session.output  # the live progress line, on a terminal
+    session.process.send_signal(signal.SIGINT)
+
+    assert session.exit_code() == 130, session.text
+    shown = session.text
+    assert "Interrupted: waiting for the calls in flight to finish" in shown
+    done = [line for line in shown.splitlines() if line.rstrip().endswith(": done")]
+    summary = next(line for line in shown.splitlines() if " changes done, " in line)
+    done_count = int(summary.split()[1])
+    # What it says was done is exactly what GCE holds, and the rest waits for the next run.
+    attached = [p for p in session.pools if compute.pool_checks(p) == [URL]]
+    assert done_count == len(done) == len(attached) + 2
+    assert 0 < len(attached) < 8
+    assert "not done: attach TargetPool" in shown
