@@ -1,13 +1,19 @@
 """The command line: `lbhc plan`, `lbhc apply` (one pass), `lbhc status` (what lbhc sees),
 `lbhc run` (the controller), `lbhc teardown` (uninstall), `lbhc sandbox` and `lbhc demo`
-(no cloud needed)."""
+(no cloud needed), `lbhc version`."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 
-from lbhc.cli.parser import EXIT_ERROR, UsageError, build_parser, usage_exit_code
+from lbhc.cli.parser import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    UsageError,
+    build_parser,
+    usage_exit_code,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -21,6 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     default_level = "INFO" if args.command == "run" else "WARNING"
     logs.configure(args.log_level or default_level, args.log_format)
     try:
+        if args.command == "version":
+            from lbhc.cli.version import version
+
+            return version(args)
         if args.command == "run":
             from lbhc.cli.run import run
 
@@ -41,11 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return plan_or_apply(args)
     except KeyboardInterrupt:
-        return EXIT_ERROR
+        # Ctrl-C outside an apply (which accounts for itself): nothing was changed.
+        return _report("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # one clear line, never a traceback, for expected failures
+        from lbhc.cli.apply import ApplyDeclined
         from lbhc.errors import user_message
         from lbhc.settings import SettingsError
 
+        if isinstance(exc, ApplyDeclined):
+            return _report(str(exc), EXIT_ERROR)
         if isinstance(exc, UsageError | SettingsError):
             return _report(str(exc), usage_exit_code(arguments))
         message = user_message(exc)

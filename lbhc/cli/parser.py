@@ -8,11 +8,14 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from lbhc import __version__
 from lbhc.durations import parse_bool, parse_duration
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+# Ctrl-C: 128 + SIGINT, as shells report it.
+EXIT_INTERRUPTED = 130
 # Invalid flags or settings: nothing was started. The usage-error code of argparse and of
 # most Unix tools, except under --detailed-exitcode, where 2 means "changes" (then 1, as
 # terraform does).
@@ -35,10 +38,33 @@ class UsageError(ValueError):
     """Flags that parse one by one but not together (e.g. inconsistent lease timings)."""
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every flag's help ends with its default, unless the text already says it or there is
+    none to say (a setting whose default lives in the settings model says it itself)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default in (None, False, argparse.SUPPRESS)
+            or isinstance(action, argparse._HelpAction | argparse._VersionAction)
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors become a UsageError for main() to report as one line, not argparse's
     usage block (the error is what the reader needs; --help has the rest), with the exit
-    code usage_exit_code() gives."""
+    code usage_exit_code() gives. Abbreviations are refused: `--proj` silently meaning
+    `--project` would break the day a second flag starts with it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
@@ -81,36 +107,84 @@ def _bool_flag(group: argparse._ArgumentGroup, name: str, default: bool, help_: 
         default=default,
         type=parse_bool,
         metavar="BOOL",
-        help=f"{help_} (default {str(default).lower()})",
+        help=f"{help_} (default: {str(default).lower()})",
+    )
+
+
+def _setting_default(name: str) -> str:
+    """The settings model's default for a setting, for help text: written once, there."""
+    from lbhc.settings import Settings
+
+    default = Settings.model_fields[name].default
+    return str(getattr(default, "value", default))
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument(
+        "--log-level",
+        default=None,
+        choices=_LOG_LEVELS,
+        help="how much to log on stderr (default: INFO for run, WARNING otherwise)",
+    )
+
+
+def _gce_endpoint_flag(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--gce-endpoint",
+        metavar="URL",
+        help="Compute API endpoint; plain http:// uses no credentials (a sandbox) "
+        f"(default: {_setting_default('gce_endpoint')})",
     )
 
 
 def _settings_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="YAML settings file")
-    gce = parser.add_argument_group("GCE (also LBHC_* env vars or --config)")
-    gce.add_argument("--project")
-    gce.add_argument("--region")
-    gce.add_argument("--network")
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
+    )
+    gce = parser.add_argument_group(
+        "GCE (each also LBHC_<NAME> or a key in --config; flags win, then env, then the file)"
+    )
+    gce.add_argument("--project", help="the GCP project of the load balancers (required)")
+    gce.add_argument("--region", help="the region of the target pools (required)")
+    gce.add_argument(
+        "--network",
+        help="the VPC network the firewall rule goes on, a name or a projects/... path "
+        f"(default: {_setting_default('network')})",
+    )
     gce.add_argument(
         "--network-project",
+        metavar="PROJECT",
         help="a Shared VPC's host project, where the network and its firewall rules live "
         "(default: --project)",
     )
-    gce.add_argument("--node-tags", help="comma-separated network tags of the nodes")
-    gce.add_argument("--cluster-id", help="default: a hash of the kube-system namespace UID")
     gce.add_argument(
-        "--gce-endpoint", help="Compute API endpoint; plain http:// uses no credentials"
+        "--node-tags",
+        metavar="TAG,TAG",
+        help="comma-separated network tags of the nodes: the firewall rule's targets (required)",
     )
+    gce.add_argument(
+        "--cluster-id",
+        help="names lbhc's check and firewall (default: a hash of the kube-system namespace UID)",
+    )
+    _gce_endpoint_flag(gce)
     gce.add_argument(
         "--health-check-mode",
         metavar="coexist|takeover",
-        help="coexist (default): leave a pool's existing check, such as the cloud provider's "
-        "k8s-<uid>-node; takeover: replace it with lbhc's, recording it to give back",
+        help="coexist: leave a pool's existing check, such as the cloud provider's "
+        "k8s-<uid>-node; takeover: replace it with lbhc's, recording it to give back "
+        f"(default: {_setting_default('health_check_mode')})",
     )
     kube = parser.add_argument_group("Kubernetes")
-    kube.add_argument("--kubeconfig", help="default: in-cluster config, else ~/.kube/config")
-    kube.add_argument("--context")
-    parser.add_argument("--log-level", default=None, choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    kube.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="default: in-cluster config, else $KUBECONFIG, else ~/.kube/config",
+    )
+    kube.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    _log_level_flag(parser)
 
 
 def _versions(text: str) -> list[str]:
@@ -123,14 +197,14 @@ def _timing_flags(parser: argparse.ArgumentParser, time_scale: float, latency: f
         type=float,
         default=time_scale,
         help=f"health checking runs this much faster than real time (0.25: an 8 s interval "
-        f"takes 2 s); lbhc's logic is unchanged (default {time_scale})",
+        f"takes 2 s); lbhc's logic is unchanged (default: {time_scale})",
     )
     parser.add_argument(
         "--operation-latency",
         type=float,
         default=latency,
         metavar="SECONDS",
-        help=f"how long each GCE operation stays PENDING/RUNNING (default {latency})",
+        help=f"how long each GCE operation stays PENDING/RUNNING (default: {latency})",
     )
     parser.add_argument(
         "--cloud-provider",
@@ -138,7 +212,7 @@ def _timing_flags(parser: argparse.ArgumentParser, time_scale: float, latency: f
         default="current",
         help="which GCE cloud provider made the load balancers: current (attaches its own "
         "node check k8s-<uid>-node to the Cluster pools it creates) or legacy (no checks) "
-        "(default current)",
+        "(default: current)",
     )
     parser.set_defaults(log_format="text", log_level=None)
 
@@ -149,7 +223,7 @@ def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
         help="serve a fake cluster and Compute API locally (kubectl and lbhc work against it)",
     )
     _timing_flags(sandbox, time_scale=1.0, latency=0.2)
-    sandbox.add_argument("--nodes", type=int, default=3)
+    sandbox.add_argument("--nodes", type=int, default=3, help="Nodes in the fake cluster")
     sandbox.add_argument("--services", type=int, default=4, help="LoadBalancer Services")
     sandbox.add_argument("--local-services", type=int, default=1, help="of them, Local-policy")
     sandbox.add_argument(
@@ -159,14 +233,19 @@ def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
         metavar="V1,V2",
         help="kube-proxy versions, assigned to nodes round-robin (e.g. v1.31.4,v1.29.6)",
     )
-    sandbox.add_argument("--dir", type=Path, default=None, help="where to write the kubeconfig")
+    sandbox.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where to write the kubeconfig (default: a new temporary directory)",
+    )
     sandbox.add_argument("--kube-port", type=int, default=0, help="0 picks a free port")
     sandbox.add_argument("--compute-port", type=int, default=0, help="0 picks a free port")
     demo = sub.add_parser(
         "demo", help="run the real controller against a fresh sandbox through a scale-down"
     )
     _timing_flags(demo, time_scale=0.25, latency=0.05)
-    demo.add_argument("--output", choices=("text", "json"), default="text")
+    _output_flag(demo)
 
 
 def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -175,23 +254,44 @@ def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         help="uninstall from GCE: detach lbhc's check from every pool of the region, give "
         "back every check it replaced, delete its check and firewall (GCE access only)",
     )
-    teardown.add_argument("--config", type=Path, help="YAML settings file")
+    teardown.add_argument(
+        "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
+    )
     gce = teardown.add_argument_group("GCE (also LBHC_* env vars or --config)")
-    gce.add_argument("--project")
-    gce.add_argument("--region", help="the region whose target pools to detach")
+    gce.add_argument("--project", help="the GCP project of the load balancers (required)")
+    gce.add_argument("--region", help="the region whose target pools to detach (required)")
     gce.add_argument(
         "--cluster-id",
-        help="whose check to tear down; default: the one lbhc health check in the project",
+        help="whose check to tear down (needed to change anything; without it, the plan for "
+        "the one lbhc health check in the project is shown)",
     )
-    gce.add_argument(
-        "--gce-endpoint", help="Compute API endpoint; plain http:// uses no credentials"
-    )
+    _gce_endpoint_flag(gce)
     teardown.add_argument("--dry-run", action="store_true", help="show the plan, change nothing")
-    teardown.add_argument("--output", choices=("text", "json"), default="text")
-    teardown.add_argument(
-        "--log-level", default=None, choices=("DEBUG", "INFO", "WARNING", "ERROR")
-    )
+    _auto_approve_flag(teardown)
+    _output_flag(teardown)
+    _log_level_flag(teardown)
     teardown.set_defaults(log_format="text")
+
+
+def _output_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="output format")
+
+
+def _auto_approve_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="do not ask before changing GCE (the question is asked only when stdin is a terminal)",
+    )
+
+
+_LEASE_HELP = {
+    "lease-duration": "how long a Lease held by another replica is respected after its "
+    "last renewal before it may be taken over",
+    "renew-deadline": "how long the leader keeps trying to renew before it stops writing "
+    "(must be below the lease duration)",
+    "retry-period": "how often to try to acquire or renew the Lease",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
             "externalTrafficPolicy=Cluster target pool."
         ),
     )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     oneshot = _Parser(add_help=False)
@@ -209,9 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     oneshot.add_argument(
         "--cluster-snapshot",
         type=Path,
-        help="plan from `kubectl get nodes,services,pods,daemonsets,namespaces -A -o json`",
+        metavar="FILE",
+        help="read the cluster from this file instead of the API server: the output of "
+        "`kubectl get nodes,services,pods,daemonsets,namespaces -A -o json`",
     )
-    oneshot.add_argument("--output", choices=("text", "json"), default="text")
+    _output_flag(oneshot)
     oneshot.set_defaults(log_format="text")
     plan = sub.add_parser("plan", parents=[oneshot], help="show what would change; changes nothing")
     plan.add_argument(
@@ -219,7 +324,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 for no changes, 2 for changes, 1 for errors (invalid settings included)",
     )
-    sub.add_parser("apply", parents=[oneshot], help="compute the plan and carry it out")
+    apply = sub.add_parser(
+        "apply",
+        parents=[oneshot],
+        help="show the plan, ask on a terminal, carry it out streaming each change",
+    )
+    _auto_approve_flag(apply)
     status = sub.add_parser(
         "status",
         parents=[oneshot],
@@ -232,13 +342,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument(
         "--watch",
-        type=parse_duration,
+        type=positive_duration,
         default=None,
         metavar="DURATION",
         help="repeat every DURATION until interrupted; with --lb-health, times when each "
         "marked node turned UNHEALTHY in the load balancer",
     )
 
+    version = sub.add_parser(
+        "version", help="print the version of lbhc, its commit and its main libraries"
+    )
+    _output_flag(version)
+    version.set_defaults(log_format="text", log_level=None)
     _teardown_parser(sub)
     _sandbox_parsers(sub)
 
@@ -251,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_duration,
         default=parse_duration("5m"),
         metavar="DURATION",
-        help="re-read GCE and repair drift this often (5m)",
+        help="re-read GCE and repair drift this often (default: 5m)",
     )
     loop.add_argument(
         "--http-address",
@@ -259,7 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="0.0.0.0:10258",
         help="/healthz, /readyz, /metrics, /plan (port 0 picks one)",
     )
-    loop.add_argument("--log-format", choices=("json", "text"), default="json")
+    loop.add_argument(
+        "--log-format",
+        choices=("json", "text"),
+        default="json",
+        help="json: one object per line, for log collectors; text: for people",
+    )
     election = run.add_argument_group("leader election")
     _bool_flag(election, "--leader-elect", True, "elect one writer among replicas")
     for timing, default in (
@@ -272,16 +392,18 @@ def build_parser() -> argparse.ArgumentParser:
             type=positive_duration,
             default=parse_duration(default),
             metavar="DURATION",
-            help=f"(default {default})",
+            help=f"{_LEASE_HELP[timing]} (default: {default})",
         )
     election.add_argument(
         "--leader-elect-resource-namespace",
         type=_name(_DNS_LABEL, "a namespace name such as lbhc-system"),
         default=os.environ.get("POD_NAMESPACE", "lbhc-system"),
+        help="namespace of the Lease (default: $POD_NAMESPACE, else lbhc-system)",
     )
     election.add_argument(
         "--leader-elect-resource-name",
         type=_name(_DNS_SUBDOMAIN, "a Lease name such as lbhc"),
         default="lbhc",
+        help="name of the Lease (coordination.k8s.io/v1) the replicas compete for",
     )
     return parser
