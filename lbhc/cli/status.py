@@ -23,6 +23,16 @@ if TYPE_CHECKING:
 
 
 def status(args: argparse.Namespace) -> int:
+    try:
+        return _status(args)
+    except KeyboardInterrupt:
+        if args.watch:  # Ctrl-C is how a watch ends, as with kubectl get --watch
+            print(file=sys.stderr)
+            return EXIT_OK
+        raise
+
+
+def _status(args: argparse.Namespace) -> int:
     from lbhc.cli.oneshot import read_cluster, settings_from
     from lbhc.gce.client import GceClient
     from lbhc.planner.fail_open import fail_open

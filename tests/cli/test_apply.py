@@ -8,12 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import pty
-import select
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +19,7 @@ from lbhc.executor import NOT_STARTED, Executor, Status
 from lbhc.model.plan import Action, Plan
 from lbhc.planner.planner import plan as make_plan
 from tests.builders import cluster, config, names, node, service
+from tests.cli.terminal import Pty
 from tests.conftest import ComputeEnv
 from tests.test_cli import gce_args, kubectl_list
 
@@ -165,64 +161,6 @@ def test_a_plan_without_changes_asks_nothing(compute: ComputeEnv) -> None:
 
 
 # ---- the real command on a terminal ------------------------------------------------------
-
-
-class Pty:
-    """`lbhc` as a process whose stdin, stdout and stderr are one pseudo-terminal."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self._master, slave = pty.openpty()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "lbhc", *argv],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            cwd=Path(__file__).resolve().parents[2],
-        )
-        os.close(slave)
-        self.output = ""
-        self.pools: list[str] = []
-
-    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate(self.output):
-            left = deadline - time.monotonic()
-            if left <= 0 or (self.process.poll() is not None and not self._read(0.1)):
-                raise AssertionError(f"timed out; the terminal shows:\n{self.output}")
-            self._read(min(left, 0.5))
-
-    def type(self, text: str) -> None:
-        os.write(self._master, text.encode())
-
-    def exit_code(self, timeout: float = 60.0) -> int:
-        code = self.process.wait(timeout)
-        while self._read(0.1):
-            pass
-        return code
-
-    def _read(self, timeout: float) -> bool:
-        ready, _, _ = select.select([self._master], [], [], timeout)
-        if not ready:
-            return False
-        try:
-            chunk = os.read(self._master, 65536)
-        except OSError:  # the other end closed
-            return False
-        self.output += chunk.decode(errors="replace")
-        return bool(chunk)
-
-    @property
-    def text(self) -> str:
-        """What a person reads: the live line's redraws (carriage return, erase line) and
-        the terminal's CRLF removed."""
-        return self.output.replace("\x1b[K", "").replace("\r\n", "\n").replace("\r", "\n")
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        os.close(self._master)
 
 
 @pytest.fixture
