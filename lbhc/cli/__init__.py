@@ -31,6 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from lbhc.cli.version import version
 
             return version(args)
+        if args.command == "completion":
+            from lbhc.cli.completion import completion
+
+            return completion(args)
         if args.command == "run":
             from lbhc.cli.run import run
 

@@ -262,8 +262,8 @@ def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     gce.add_argument("--region", help="the region whose target pools to detach (required)")
     gce.add_argument(
         "--cluster-id",
-        help="whose check to tear down (needed to change anything; without it, the plan for "
-        "the one lbhc health check in the project is shown)",
+        help="whose check to tear down; needed to change anything (default: none, which "
+        "shows the plan for the one lbhc health check in the project and changes nothing)",
     )
     _gce_endpoint_flag(gce)
     teardown.add_argument("--dry-run", action="store_true", help="show the plan, change nothing")
@@ -354,6 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _output_flag(version)
     version.set_defaults(log_format="text", log_level=None)
+    completion = sub.add_parser(
+        "completion", help="print a bash completion script: source <(lbhc completion bash)"
+    )
+    completion.add_argument("shell", choices=("bash",), help="the shell to complete for")
+    completion.set_defaults(log_format="text", log_level=None)
     _teardown_parser(sub)
     _sandbox_parsers(sub)
 
