@@ -1,12 +1,17 @@
 """deploy/: every overlay renders with kubectl kustomize and validates offline (strict), the
-Deployment is hardened as promised, and RBAC grants exactly what lbhc calls: the calls are
-taken from the kube-apiserver fake's journal while the real controller and one-shot commands
-run through everything they do (watch, Lease, Events, readiness enforce, status)."""
+Deployment is hardened as promised, every overlay starts on GKE (its priority class is admitted,
+its NetworkPolicy reaches the metadata servers and the API server, the Prometheus objects carry
+the labels set in the monitoring overlay), and RBAC grants exactly what lbhc calls: the calls
+are taken from the kube-apiserver fake's journal while the real controller and one-shot
+commands run through everything they do (watch, Lease, Events, readiness enforce, status)."""
 
 from __future__ import annotations
 
+import copy
+import ipaddress
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,12 +30,12 @@ OVERLAYS = ("default", "dry-run", "monitoring", "readiness-enforce")
 OPERATOR_KINDS = {"PrometheusRule", "ServiceMonitor"}  # CRDs: no bundled schema to check
 
 
-def render(overlay: str) -> list[dict[str, Any]]:
+def render(overlay: str, root: Path = ROOT) -> list[dict[str, Any]]:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed: cannot render the kustomizations")
     out = subprocess.run(
-        [kubectl, "kustomize", str(ROOT / "deploy" / "overlays" / overlay)],
+        [kubectl, "kustomize", str(root / "deploy" / "overlays" / overlay)],
         capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
@@ -93,6 +98,335 @@ def test_the_settings_file_is_valid_lbhc_settings(tmp_path: Path) -> None:
     path.write_text(settings_map["data"]["config.yaml"])
     settings = load_settings(path)
     assert (settings.project, settings.readiness_policy.value) == ("my-project", "audit")
+
+
+# ---- Every overlay starts on GKE --------------------------------------------------------------
+# Each check takes one rendered overlay and returns its problems; the table below runs every
+# check on every overlay, and the one after it breaks rendered manifests to show each can fail.
+
+# kubernetes pkg/apis/scheduling/types.go: larger values, and names starting "system-", are the
+# system's; the API refuses them in any other PriorityClass.
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+# The metadata server (GCE; Workload Identity on GKE Dataplane V2) and the GKE metadata server
+# (Workload Identity without Dataplane V2): https://cloud.google.com/kubernetes-engine/docs/
+# concepts/workload-identity.
+METADATA_SERVERS = (("169.254.169.254", 80), ("169.254.169.252", 988))
+ANYWHERE = "192.0.2.1"  # TEST-NET-1: stands for any address the policy does not name
+KUBE_PROXY_HEALTH_PORT = 10256  # probe_kube_proxy's, on every node
+
+
+@dataclass(frozen=True)
+class Rendered:
+    overlay: str
+    docs: list[dict[str, Any]]
+    root: Path = ROOT
+
+    def install_params(self) -> dict[str, str]:
+        """params.env: the one place install parameters (the API server port) are set."""
+        text = (self.root / "deploy" / "base" / "params.env").read_text()
+        pairs = [line.split("=", 1) for line in text.splitlines() if "=" in line]
+        return {key.strip(): value.strip() for key, value in pairs}
+
+    def monitoring_labels(self) -> dict[str, str]:
+        """The labels the overlay's one patch of monitoring.coreos.com objects sets."""
+        path = self.root / "deploy" / "overlays" / self.overlay / "kustomization.yaml"
+        labels: dict[str, str] = {}
+        for patch in yaml.safe_load(path.read_text()).get("patches", []):
+            if patch.get("target", {}).get("group") == "monitoring.coreos.com":
+                labels.update(yaml.safe_load(patch["patch"])["metadata"].get("labels") or {})
+        return labels
+
+
+def pod_spec(docs: list[dict[str, Any]]) -> tuple[str, dict[str, Any], int]:
+    """lbhc's namespace, pod template, and the most Pods a rollout runs at once."""
+    deployment = one(docs, "Deployment", "lbhc")
+    spec = deployment["spec"]
+    surge = spec.get("strategy", {}).get("rollingUpdate", {}).get("maxSurge", 1)
+    assert isinstance(surge, int), "maxSurge as a percentage: count the Pods by hand"
+    return deployment["metadata"]["namespace"], spec["template"], spec["replicas"] + surge
+
+
+def quota_admits(quota: dict[str, Any], priority_class: str) -> bool:
+    expressions = quota["spec"].get("scopeSelector", {}).get("matchExpressions", [])
+    return any(
+        e["scopeName"] == "PriorityClass"
+        and (e["operator"] == "Exists" or (e["operator"] == "In" and priority_class in e["values"]))
+        for e in expressions
+    )
+
+
+def priority_problems(rendered: Rendered) -> list[str]:
+    """Admitted where the API server limits critical classes by default (GKE): a critical class
+    needs a ResourceQuota in lbhc's namespace whose scopeSelector matches it, room for a
+    rollout's Pods; any other class must be rendered, and be one the API accepts."""
+    namespace, template, pods = pod_spec(rendered.docs)
+    name = template["spec"].get("priorityClassName")
+    if not name:
+        return ["no priorityClassName: lbhc would be preempted like any workload"]
+    if name in CRITICAL_CLASSES:
+        quotas = [
+            d
+            for d in rendered.docs
+            if d["kind"] == "ResourceQuota"
+            and d["metadata"].get("namespace") == namespace
+            and quota_admits(d, name)
+        ]
+        if not quotas:
+            return [f"{name} in {namespace} without a ResourceQuota scoped to it: refused on GKE"]
+        room = max(int(q["spec"].get("hard", {}).get("pods", 0)) for q in quotas)
+        return [] if room >= pods else [f"the quota for {name} admits {room} Pods, not {pods}"]
+    classes = [d for d in rendered.docs if d["kind"] == "PriorityClass"]
+    found = [c for c in classes if c["metadata"]["name"] == name]
+    if not found:
+        return [f"PriorityClass {name} is not rendered: Pods naming it are refused"]
+    (priority_class,) = found
+    problems = []
+    if name.startswith("system-") or priority_class["value"] > HIGHEST_USER_DEFINABLE_PRIORITY:
+        problems.append(f"{name}: the system's name or value range; the API refuses it")
+    if priority_class.get("globalDefault"):
+        problems.append(f"{name} is the global default: every Pod would get it")
+    return problems
+
+
+def _port_matches(entry: dict[str, Any], port: int) -> bool:
+    if entry.get("protocol", "TCP") != "TCP" or not isinstance(entry.get("port"), int):
+        return False  # named ports cannot be resolved here
+    return bool(entry["port"] <= port <= entry.get("endPort", entry["port"]))
+
+
+def _peer_holds(peer: dict[str, Any], address: str) -> bool:
+    if "ipBlock" not in peer:
+        return False  # Pod and namespace selectors: never a link-local server or a stranger
+    ip = ipaddress.ip_address(address)
+    block = peer["ipBlock"]
+    return ip in ipaddress.ip_network(block["cidr"]) and not any(
+        ip in ipaddress.ip_network(cidr) for cidr in block.get("except", [])
+    )
+
+
+def egress_allows(policies: list[dict[str, Any]], address: str, port: int) -> bool:
+    """NetworkPolicy semantics for TCP egress from lbhc's Pods: any rule of any policy."""
+    for policy in policies:
+        for rule in policy["spec"].get("egress", []):
+            peers, ports = rule.get("to"), rule.get("ports")
+            if peers and not any(_peer_holds(peer, address) for peer in peers):
+                continue
+            if ports and not any(_port_matches(entry, port) for entry in ports):
+                continue
+            return True
+    return False
+
+
+def egress_problems(rendered: Rendered) -> list[str]:
+    """Egress is restricted, reaches both metadata servers (and only them on their ports), the
+    API server's port as params.env sets it and kube-proxy's health port, and no rule allows
+    everything."""
+    namespace, template, _ = pod_spec(rendered.docs)
+    labels = template["metadata"]["labels"]
+    policies = [
+        d
+        for d in rendered.docs
+        if d["kind"] == "NetworkPolicy"
+        and d["metadata"]["namespace"] == namespace
+        and "Egress" in d["spec"].get("policyTypes", [])
+        and d["spec"]["podSelector"].get("matchLabels", {}).items() <= labels.items()
+    ]
+    if not policies:
+        return ["no NetworkPolicy restricts lbhc's egress"]
+    problems = [
+        f"{policy['metadata']['name']}: an egress rule allows everything"
+        for policy in policies
+        for rule in policy["spec"].get("egress", [])
+        if not rule.get("to") and not rule.get("ports")
+    ]
+    for address, port in METADATA_SERVERS:
+        if not egress_allows(policies, address, port):
+            problems.append(f"the metadata server {address}:{port} is unreachable")
+        if egress_allows(policies, ANYWHERE, port):
+            problems.append(f"port {port} is open to any address, not just {address}")
+    api_port = int(rendered.install_params()["api_server_port"])
+    if not egress_allows(policies, ANYWHERE, api_port):
+        problems.append(f"the API server's port {api_port} (params.env) is unreachable")
+    if not egress_allows(policies, ANYWHERE, KUBE_PROXY_HEALTH_PORT):
+        problems.append(f"kube-proxy's health port {KUBE_PROXY_HEALTH_PORT} is unreachable")
+    return problems
+
+
+def monitoring_label_problems(rendered: Rendered) -> list[str]:
+    """The Prometheus Operator objects carry the labels the overlay's one patch sets (those a
+    Prometheus selects them by: `release: <Helm release>` for kube-prometheus-stack)."""
+    objects = [d for d in rendered.docs if d["apiVersion"].startswith("monitoring.coreos.com/")]
+    if not objects:
+        return []
+    problems = []
+    if {d["kind"] for d in objects} != OPERATOR_KINDS:
+        problems.append(f"want a ServiceMonitor and a PrometheusRule, got {len(objects)} objects")
+    wanted = rendered.monitoring_labels()
+    if not wanted:
+        problems.append("no labels patch for monitoring.coreos.com objects in the overlay")
+    for d in objects:
+        labels = d["metadata"].get("labels", {})
+        missing = {k: v for k, v in wanted.items() if labels.get(k) != v}
+        if missing:
+            problems.append(f"{d['kind']} {d['metadata']['name']} lacks {missing}")
+    return problems
+
+
+PRIORITY, EGRESS, LABELS = (
+    "priority class admitted",
+    "egress to the metadata servers and the API server",
+    "Prometheus labels from the overlay",
+)
+GKE_CHECKS: dict[str, Callable[[Rendered], list[str]]] = {
+    PRIORITY: priority_problems,
+    EGRESS: egress_problems,
+    LABELS: monitoring_label_problems,
+}
+
+
+@pytest.mark.parametrize("check", GKE_CHECKS)
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_starts_on_gke(overlay: str, check: str) -> None:
+    assert GKE_CHECKS[check](Rendered(overlay, render(overlay))) == []
+
+
+def test_the_monitoring_overlay_labels_its_objects() -> None:
+    """Not vacuous: the monitoring overlay has both objects and a label set for them."""
+    rendered = Rendered("monitoring", render("monitoring"))
+    assert rendered.monitoring_labels() == {"release": "kube-prometheus-stack"}
+    kinds = {d["kind"] for d in rendered.docs if d["apiVersion"].startswith("monitoring.")}
+    assert kinds == OPERATOR_KINDS
+
+
+Docs = list[dict[str, Any]]
+
+
+def critical(quota_namespace: str | None = None, pods: int = 3) -> Callable[[Docs], None]:
+    """system-cluster-critical, with a ResourceQuota scoped to it in quota_namespace."""
+
+    def mutate(docs: Docs) -> None:
+        spec = one(docs, "Deployment", "lbhc")["spec"]["template"]["spec"]
+        spec["priorityClassName"] = "system-cluster-critical"
+        if quota_namespace is None:
+            return
+        scope = {"scopeName": "PriorityClass", "operator": "In"}
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "lbhc-critical-pods", "namespace": quota_namespace},
+                "spec": {
+                    "hard": {"pods": str(pods)},
+                    "scopeSelector": {
+                        "matchExpressions": [{**scope, "values": ["system-cluster-critical"]}]
+                    },
+                },
+            }
+        )
+
+    return mutate
+
+
+def name_priority(name: str) -> Callable[[Docs], None]:
+    def mutate(docs: Docs) -> None:
+        one(docs, "Deployment", "lbhc")["spec"]["template"]["spec"]["priorityClassName"] = name
+
+    return mutate
+
+
+def raise_priority_class(docs: Docs) -> None:
+    one(docs, "PriorityClass")["value"] = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
+
+
+def egress_rules(docs: Docs) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = one(docs, "NetworkPolicy", "lbhc")["spec"]["egress"]
+    return rules
+
+
+def drop_rules_to(ip: str) -> Callable[[Docs], None]:
+    def mutate(docs: Docs) -> None:
+        rules = egress_rules(docs)
+        rules[:] = [r for r in rules if not any(_peer_holds(p, ip) for p in r.get("to", []))]
+
+    return mutate
+
+
+def drop_https(docs: Docs) -> None:
+    rules = egress_rules(docs)
+    rules[:] = [r for r in rules if not any(p.get("port") == 443 for p in r.get("ports", []))]
+
+
+def open_to_anywhere(docs: Docs) -> None:
+    for rule in egress_rules(docs):
+        rule.pop("to", None)
+
+
+def allow_everything(docs: Docs) -> None:
+    egress_rules(docs).append({})
+
+
+def unlabel(docs: Docs) -> None:
+    del one(docs, "ServiceMonitor", "lbhc")["metadata"]["labels"]["release"]
+
+
+# (overlay, check, what breaks it, words of the problem reported; "" = nothing wrong: the quota
+# branch of the priority check, which no overlay uses, must admit as well as refuse)
+BREAKAGES: list[tuple[str, str, Callable[[Docs], None], str]] = [
+    ("default", PRIORITY, critical(), "refused on GKE"),
+    ("default", PRIORITY, critical("lbhc-system"), ""),
+    ("default", PRIORITY, critical("kube-system"), "refused on GKE"),
+    ("default", PRIORITY, critical("lbhc-system", pods=2), "admits 2 Pods, not 3"),
+    ("default", PRIORITY, name_priority("lbhc-nonexistent"), "not rendered"),
+    ("default", PRIORITY, raise_priority_class, "the API refuses it"),
+    ("default", EGRESS, drop_rules_to("169.254.169.254"), "169.254.169.254:80 is unreachable"),
+    ("default", EGRESS, drop_rules_to("169.254.169.252"), "169.254.169.252:988 is unreachable"),
+    ("default", EGRESS, open_to_anywhere, "open to any address"),
+    ("default", EGRESS, drop_https, "port 443 (params.env) is unreachable"),
+    ("default", EGRESS, allow_everything, "allows everything"),
+    ("monitoring", LABELS, unlabel, "ServiceMonitor lbhc lacks {'release'"),
+]
+
+
+@pytest.mark.parametrize(("overlay", "check", "breakage", "reported"), BREAKAGES)
+def test_each_gke_check_catches_what_it_guards(
+    overlay: str, check: str, breakage: Callable[[Docs], None], reported: str
+) -> None:
+    docs = copy.deepcopy(render(overlay))
+    assert GKE_CHECKS[check](Rendered(overlay, docs)) == []
+    breakage(docs)
+    problems = GKE_CHECKS[check](Rendered(overlay, docs))
+    if reported:
+        assert any(reported in problem for problem in problems), problems
+    else:
+        assert problems == []
+
+
+def test_the_api_server_port_is_set_in_params_env_alone(tmp_path: Path) -> None:
+    """kubeadm's 6443, set in the one place, becomes the API server rule's port in every
+    overlay, and nothing else in the policy moves (the replacement finds its rule by index)."""
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    params = tmp_path / "deploy" / "base" / "params.env"
+    text = params.read_text()
+    assert "api_server_port=443\n" in text
+    params.write_text(text.replace("api_server_port=443\n", "api_server_port=6443\n"))
+    written = yaml.safe_load((ROOT / "deploy" / "base" / "networkpolicy.yaml").read_text())
+    for overlay in OVERLAYS:
+        kubeadm = Rendered(overlay, render(overlay, root=tmp_path), root=tmp_path)
+        assert egress_problems(kubeadm) == []
+        policy = one(kubeadm.docs, "NetworkPolicy", "lbhc")
+        moved = [
+            (before, after)
+            for before, after in zip(
+                written["spec"]["egress"], policy["spec"]["egress"], strict=True
+            )
+            if before != after
+        ]
+        api_rule = {"ports": [{"port": 443, "protocol": "TCP"}]}
+        assert moved == [(api_rule, {"ports": [{"port": 6443, "protocol": "TCP"}]})]
+        default = one(render(overlay), "NetworkPolicy", "lbhc")
+        assert default["spec"] == written["spec"]  # 443 as written: GKE's and kube-up's
+        assert not egress_allows([default], ANYWHERE, 6443)
 
 
 # ---- RBAC: granted == used ------------------------------------------------------------------
