@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # lbhc's controller image: `lbhc run`, as a non-root numeric user, with dependencies from the
-# pinned requirements.lock. Build: docker build -t REGISTRY/lbhc:VERSION .
+# pinned requirements.lock. Build:
+#   docker build --build-arg COMMIT=$(git rev-parse --short=12 HEAD) -t REGISTRY/lbhc:VERSION .
 
 # Exact version, and the same in both stages, so the venv's interpreter matches at run time.
 # Pinned by digest (the multi-platform index), the tag beside it for people: a tag can be
@@ -16,6 +17,10 @@ COPY pyproject.toml README.md ./
 COPY lbhc ./lbhc
 # --no-deps: everything it needs came from the lock above, nothing floats.
 RUN /opt/lbhc/bin/pip install --no-deps . && /opt/lbhc/bin/lbhc --help > /dev/null
+# The commit `lbhc version` reports: the image has no git checkout to ask. It lives in the
+# environment lbhc is installed in (sys.prefix), where lbhc/cli/version.py looks.
+ARG COMMIT=""
+RUN printf '%s\n' "$COMMIT" > /opt/lbhc/lbhc-commit
 
 FROM python:3.11.7-slim-bookworm@sha256:d11b9bd5e49ea7401753d78f4d3b56f3aec952b85b49bcae88981f0452818e0b
 COPY --from=build /opt/lbhc /opt/lbhc

@@ -88,3 +88,15 @@ def test_dockerignore_lets_in_only_what_the_build_copies() -> None:
     }
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
     assert copied == allowed
+
+
+def test_the_image_records_the_commit_where_lbhc_version_reads_it() -> None:
+    """The image has no git checkout: the build writes the COMMIT build argument into the
+    environment lbhc is installed in, under the name lbhc/cli/version.py reads."""
+    from lbhc.cli.version import COMMIT_FILE
+
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    venv = re.search(r"python -m venv (\S+)", dockerfile)
+    assert venv is not None
+    assert re.search(r"^ARG COMMIT\b", dockerfile, flags=re.M)
+    assert f'"$COMMIT" > {venv.group(1)}/{COMMIT_FILE}' in dockerfile

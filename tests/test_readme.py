@@ -131,3 +131,14 @@ def test_permissions_section_matches_the_code() -> None:
         listed |= {f"{prefix}.{verb.strip()}" for verb in group.split(",")}
     listed |= set(re.findall(r"(compute\.[A-Za-z]+\.[A-Za-z]+)(?=[,\s.]|$)", section))
     assert listed == set(required_permissions())
+
+
+def test_the_image_tag_shown_and_deployed_is_the_version() -> None:
+    """The version is written once (lbhc/__init__.py); the README's build commands and the
+    manifests' image tag must follow it, or a release deploys the previous image."""
+    from lbhc import __version__
+
+    shown = set(re.findall(r"REGISTRY/lbhc:(\S+)", README))
+    kustomization = (ROOT / "deploy" / "base" / "kustomization.yaml").read_text()
+    deployed = set(re.findall(r"newTag:\s*(\S+)", kustomization))
+    assert shown == deployed == {__version__}

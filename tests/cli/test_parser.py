@@ -21,6 +21,7 @@ from lbhc import __version__
 from lbhc.cli import main
 from lbhc.cli.completion import bash_script
 from lbhc.cli.parser import build_parser
+from lbhc.cli.version import COMMIT_FILE, version_info
 
 
 def subcommands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
@@ -146,3 +147,15 @@ def test_bash_completion_offers_every_subcommand_and_flag(tmp_path: Path) -> Non
         assert complete(name, "-") == flags, name
     assert complete("plan", "--output", "") == {"text", "json"}
     assert complete("plan", "--proj") == {"--project"}
+
+
+def test_an_image_reports_the_commit_written_at_build(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """In the image there is no checkout: the commit comes from the file the Dockerfile
+    writes into the environment (sys.prefix)."""
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    (tmp_path / COMMIT_FILE).write_text("0123456789ab\n")
+    assert version_info()["commit"] == "0123456789ab"
+    (tmp_path / COMMIT_FILE).write_text("\n")  # built without --build-arg COMMIT
+    assert version_info()["commit"] == "unknown"
