@@ -13,10 +13,10 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from . import fieldmask, operations, routes
-from .errors import ComputeError
+from .errors import ComputeError, invalid_value, not_found
 from .journal import JournalEntry
 from .resources.common import Request, Response
-from .store import Store
+from .store import GCE_REGIONS, Store
 from .validation import check_request_id, parse_json_object
 
 RESPONSE_HEADERS = {"Content-Type": "application/json; charset=UTF-8"}
@@ -100,6 +100,7 @@ def _serve(
         raise ComputeError(
             404, "notFound", f"The requested URL {path} was not found on this server."
         )
+    _check_scope(store, params)
     has_body = method in ("POST", "PUT", "PATCH") and route.method != "wait"
     request = Request(
         store=store,
@@ -120,6 +121,22 @@ def _serve(
                 # Idempotent retry: the original operation, mutation not applied again.
                 return 200, operations.render(store, earlier)
         return route.handler(request)
+
+
+def _check_scope(store: Store, params: dict[str, str]) -> None:
+    """A project that does not exist, or a region GCE does not have, is refused before any
+    resource is looked at, in the real API's words: 404 notFound "The resource 'projects/P'
+    was not found" (e.g. hashicorp/terraform#4031, mantl/mantl#1002), and 400 invalid "Invalid
+    value for field 'region': 'R'. Unknown region." (googleapis/nodejs-compute#390,
+    kelseyhightower/kubernetes-the-hard-way#164)."""
+    project = params.get("project")
+    with store.lock:
+        unknown = project is not None and bool(store.projects) and project not in store.projects
+    if unknown:
+        raise not_found(f"projects/{project}")
+    region = params.get("region")
+    if region is not None and region not in GCE_REGIONS:
+        raise invalid_value("region", region, "Unknown region.")
 
 
 def _split(path: str, query: Query) -> tuple[str, dict[str, str]]:

@@ -13,7 +13,7 @@ from .journal import JournalEntry
 from .resources import common, firewalls, forwarding_rules, networks, target_pools
 from .resources import health_checks as hc_resource
 from .resources import instances as instance_resource
-from .store import HealthSource, Store
+from .store import GCE_REGIONS, HealthSource, Store
 from .validation import check_name
 
 _HEALTH_STATES = frozenset({"HEALTHY", "UNHEALTHY"})
@@ -28,7 +28,10 @@ class ComputeFake:
         operation_latency: float = 0.0,
         wait_timeout: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
+        projects: Iterable[str] = (),
     ) -> None:
+        """`projects`: those that exist (as add_project); seeding a resource adds its own.
+        A fake that knows of none answers for any project."""
         self.faults = Faults(clock)
         self._store = Store(
             clock=clock,
@@ -37,6 +40,8 @@ class ComputeFake:
             wait_timeout=wait_timeout,
             faults=self.faults,
         )
+        for project in projects:
+            self.add_project(project)
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -104,9 +109,27 @@ class ComputeFake:
 
     # -- seeding -------------------------------------------------------------------------------
 
+    def add_project(self, project: str) -> None:
+        """Make a project exist. Once any does, a request naming another is answered as GCE
+        answers for a project that does not exist (404); seeding a resource adds its project."""
+        with self._store.lock:
+            self._store.projects.add(project)
+
+    @property
+    def projects(self) -> frozenset[str]:
+        with self._store.lock:
+            return frozenset(self._store.projects)
+
+    def _seeding(self, project: str, region: str | None = None) -> None:
+        """Called with the lock held: the project now exists; a region must be GCE's."""
+        if region is not None and region not in GCE_REGIONS:
+            raise ValueError(f"region {region!r} is not a GCE region (store.GCE_REGIONS)")
+        self._store.projects.add(project)
+
     def add_network(self, project: str, name: str) -> dict[str, Any]:
         check_name(name, "name")
         with self._store.lock:
+            self._seeding(project)
             if self._store.taken("networks", project, "global", name):
                 raise ValueError(f"network {project}/{name} already exists")
             return copy.deepcopy(networks.seed(self._store, project, name))
@@ -115,6 +138,7 @@ class ComputeFake:
         """Seed a legacy check (camelCase REST fields, defaults as on insert)."""
         check_name(name, "name")
         with self._store.lock:
+            self._seeding(project)
             if self._store.taken("httpHealthChecks", project, "global", name):
                 raise ValueError(f"httpHealthCheck {project}/{name} already exists")
             built = hc_resource.build(fields, {})
@@ -129,6 +153,7 @@ class ComputeFake:
         network "default", INGRESS, priority 1000); its network must have been seeded."""
         check_name(name, "name")
         with self._store.lock:
+            self._seeding(project)
             return copy.deepcopy(firewalls.seed(self._store, project, name, fields))
 
     def add_target_pool(
@@ -143,6 +168,7 @@ class ComputeFake:
         """Seed a pool as a cloud controller would; check references are not verified."""
         check_name(name, "name")
         with self._store.lock:
+            self._seeding(project, region)
             pool = target_pools.seed(
                 self._store,
                 project,
@@ -171,6 +197,7 @@ class ComputeFake:
         up: the fake has no backend services); exactly one of the two."""
         check_name(name, "name")
         with self._store.lock:
+            self._seeding(project, region)
             rule = forwarding_rules.seed(
                 self._store,
                 project,
@@ -202,6 +229,7 @@ class ComputeFake:
         items in the order given, network tags."""
         check_name(name, "name")
         with self._store.lock:
+            self._seeding(project)
             instance = instance_resource.seed(
                 self._store,
                 project,

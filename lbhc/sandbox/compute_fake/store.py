@@ -19,6 +19,56 @@ from .operations import OpRecord
 # as the real API reports every region of the project.
 DEFAULT_REGIONS = ("asia-east1", "europe-west1", "us-central1", "us-east1", "us-west1")
 
+# Every Compute Engine region, as https://cloud.google.com/compute/docs/regions-zones lists
+# them (and `gcloud compute regions list` prints): a request naming another is refused, as the
+# real API refuses it.
+GCE_REGIONS = frozenset(
+    {
+        "africa-south1",
+        "asia-east1",
+        "asia-east2",
+        "asia-northeast1",
+        "asia-northeast2",
+        "asia-northeast3",
+        "asia-south1",
+        "asia-south2",
+        "asia-southeast1",
+        "asia-southeast2",
+        "australia-southeast1",
+        "australia-southeast2",
+        "europe-central2",
+        "europe-north1",
+        "europe-north2",
+        "europe-southwest1",
+        "europe-west1",
+        "europe-west2",
+        "europe-west3",
+        "europe-west4",
+        "europe-west6",
+        "europe-west8",
+        "europe-west9",
+        "europe-west10",
+        "europe-west12",
+        "me-central1",
+        "me-central2",
+        "me-west1",
+        "northamerica-northeast1",
+        "northamerica-northeast2",
+        "northamerica-south1",
+        "southamerica-east1",
+        "southamerica-west1",
+        "us-central1",
+        "us-east1",
+        "us-east4",
+        "us-east5",
+        "us-south1",
+        "us-west1",
+        "us-west2",
+        "us-west3",
+        "us-west4",
+    }
+)
+
 HealthSource = Callable[[dict[str, Any], str], str | None]
 
 BucketKey = tuple[str, str, str]  # (collection, project, scope)
@@ -46,6 +96,9 @@ class Store:
         self.health_source: HealthSource | None = None
         self.instance_health: dict[str, str] = {}
         self.regions: set[str] = set(DEFAULT_REGIONS)
+        # The projects that exist: every one seeded or named (ComputeFake.add_project). While
+        # none is, the fake answers for any project, as tests of one resource expect.
+        self.projects: set[str] = set()
         self.reserved: set[tuple[str, str, str, str]] = set()
         self.operations: dict[tuple[str, str, str], OpRecord] = {}
         self.pending: list[OpRecord] = []
