@@ -1,6 +1,27 @@
-"""Which failures are the user's to fix (one clear line) rather than bugs (a traceback)."""
+"""Which failures are the user's to fix (one clear line) rather than bugs (a traceback), and
+which exit code each gets: 2 when the fix is a flag, setting or file (SetupError, like an
+invalid setting), 1 when something is down, refused or failed at run time."""
 
 from __future__ import annotations
+
+from lbhc.settings import SettingsError
+
+
+class SetupError(SettingsError):
+    """Found only once lbhc looks (a kubeconfig without the context asked for, a project that
+    does not exist, an endpoint that is not the Compute API), but fixed like an invalid
+    setting: by a flag, a setting or a file. A SettingsError, so main() gives it the same
+    exit code (2; 1 under `plan --detailed-exitcode`)."""
+
+
+class RunFailure(RuntimeError):
+    """Something lbhc depends on is down, refused or failed; the message is one line that
+    says what, why, and what to check. Exit code 1."""
+
+
+# The flag that sets the port of each server `lbhc sandbox` starts, by server name: the
+# sandbox does not say which flag gave a port, and this is where its failure is worded.
+SANDBOX_PORT_FLAGS = {"kube-fake-server": "--kube-port", "compute-fake-server": "--compute-port"}
 
 
 def user_message(exc: BaseException) -> str | None:
@@ -9,19 +30,34 @@ def user_message(exc: BaseException) -> str | None:
 
     from lbhc.cli.teardown import TeardownError
     from lbhc.gce.errors import describe
+    from lbhc.httpserver import BindError
     from lbhc.kube.client import KubeReadError
     from lbhc.kube.snapshot_file import SnapshotFileError
     from lbhc.planner.planner import PlanningError
-    from lbhc.settings import SettingsError
 
+    if isinstance(exc, BindError) and not exc.flag and exc.name in SANDBOX_PORT_FLAGS:
+        return str(exc.with_flag(SANDBOX_PORT_FLAGS[exc.name]))
     if isinstance(
-        exc, SettingsError | SnapshotFileError | PlanningError | KubeReadError | TeardownError
+        exc,
+        SettingsError
+        | SnapshotFileError
+        | PlanningError
+        | KubeReadError
+        | TeardownError
+        | RunFailure
+        | BindError,
     ):
         return str(exc)
     if isinstance(exc, auth.DefaultCredentialsError):
+        # Normally turned into a SetupError where credentials are made (lbhc.gce.config).
+        return credentials_missing(exc)
+    if isinstance(exc, auth.RefreshError):
+        # args[0] is google-auth's summary ("invalid_grant: ..."); args[1] the raw response.
+        why = exc.args[0] if exc.args and isinstance(exc.args[0], str) else first_line(exc)
         return (
-            "no Google credentials: run `gcloud auth application-default login`, set "
-            "GOOGLE_APPLICATION_CREDENTIALS, or use Workload Identity"
+            f"Google credentials were refused when refreshed ({why[:200]}): renew them "
+            "(`gcloud auth application-default login`, a new key for "
+            "GOOGLE_APPLICATION_CREDENTIALS, or the Workload Identity binding)"
         )
     if isinstance(exc, core.GoogleAPICallError):
         return f"GCE API: {describe(exc)}"
@@ -34,3 +70,69 @@ def user_message(exc: BaseException) -> str | None:
     if isinstance(exc, ConfigException):
         return f"Kubernetes config: {exc}"
     return None
+
+
+def credentials_missing(exc: BaseException) -> str:
+    """google-auth's own text says which source failed (a GOOGLE_APPLICATION_CREDENTIALS file
+    that is missing or malformed); it never holds a secret."""
+    return (
+        f"no usable Google credentials ({first_line(exc)}): run `gcloud auth "
+        "application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to a service account "
+        "key file, or run on GCE/GKE with a service account (Workload Identity); a local fake "
+        "needs none (an http:// --gce-endpoint)"
+    )
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's text, bounded: library messages can run to pages."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """Why no connection could be made (refused, a host name that does not resolve, no
+    answer while connecting, a TLS handshake that failed), dug out of requests' and urllib3's
+    wrappers; None for any other failure (a reset or a timeout once connected, an HTTP
+    status), which may well pass on a retry."""
+    import ssl
+
+    from urllib3 import exceptions as u3
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, u3.NameResolutionError):
+            cause = current.__cause__
+            detail = cause.strerror if isinstance(cause, OSError) and cause.strerror else ""
+            return f"the host name does not resolve{f' ({detail})' if detail else ''}"
+        if isinstance(current, u3.NewConnectionError):
+            cause = current.__cause__
+            if isinstance(cause, OSError) and cause.strerror:
+                return cause.strerror.lower()
+            return "no connection could be made"
+        if isinstance(current, u3.ConnectTimeoutError):
+            return "no answer while connecting (connect timeout)"
+        if isinstance(current, u3.SSLError | ssl.SSLError):
+            return f"TLS handshake failed ({_tls_reason(current)})"
+        if isinstance(current, u3.MaxRetryError):
+            current = current.reason
+        elif current.args and isinstance(current.args[0], BaseException):
+            current = current.args[0]  # requests wraps urllib3's error as its first argument
+        else:
+            current = current.__cause__ or current.__context__
+    return None
+
+
+def _tls_reason(exc: BaseException) -> str:
+    import ssl
+
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {current.verify_message}"
+        if isinstance(current, ssl.SSLError) and current.reason:
+            return str(current.reason).lower().replace("_", " ")
+        wrapped = current.args[0] if current.args else None
+        current = wrapped if isinstance(wrapped, BaseException) else current.__cause__
+    return first_line(exc, 120)

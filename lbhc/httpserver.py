@@ -42,6 +42,32 @@ class Exposed:
     io_timeout_sec: float = 10.0  # each write of the response (a client that stops reading)
 
 
+class BindError(OSError):
+    """A server could not listen on its address (the port is taken, the address is not this
+    host's, a privileged port): one line naming the address and, once the caller has said
+    which, the flag that set it."""
+
+    def __init__(self, host: str, port: int, name: str, cause: OSError, flag: str = "") -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.host, self.port, self.name, self.cause, self.flag = host, port, name, cause, flag
+
+    def with_flag(self, flag: str) -> BindError:
+        """The same failure, naming the flag (or setting) the address came from."""
+        return BindError(self.host, self.port, self.name, self.cause, flag)
+
+    def __str__(self) -> str:
+        import errno
+
+        reason = (self.cause.strerror or str(self.cause)).lower()
+        where = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        source = self.flag or self.name
+        if self.cause.errno == errno.EADDRINUSE:
+            fix = f"stop what holds port {self.port}, or pass another " + (self.flag or "port")
+        else:
+            fix = "pass an address of this host" + (f" with {self.flag}" if self.flag else "")
+        return f"cannot listen on {where} ({source}): {reason}; {fix}"
+
+
 class _DeadlineReader(io.RawIOBase):
     """The connection's reads, each bounded by what is left of the handler's deadline."""
 
@@ -292,16 +318,31 @@ class LoopbackServer:
         """Set by stop(): long-running dispatches (streams) may wait on it to end early."""
         return self._stopping
 
-    def start(self) -> Self:
+    def bind(self) -> Self:
+        """Listen now and serve once started: a caller that must not announce anything
+        before its port is known to be free (the controller) fails here, with BindError."""
         with self._lock:
-            if self._server is not None:
-                return self
+            self._listen()
+            return self
+
+    def _listen(self) -> _Server:
+        if self._server is None:
             attributes = {"dispatch": staticmethod(self._dispatch), "exposed": self._exposed}
             handler = type(f"{self._name}-handler", (_Handler,), attributes)
-            self._server = _Server((self._host, self._port), handler, self._name)
+            try:
+                self._server = _Server((self._host, self._port), handler, self._name)
+            except OSError as exc:  # socketserver has closed the socket already
+                raise BindError(self._host, self._port, self._name, exc) from exc
             self._stopping = self._server.stopping
+        return self._server
+
+    def start(self) -> Self:
+        with self._lock:
+            if self._thread is not None:
+                return self
+            server = self._listen()
             self._thread = threading.Thread(
-                target=self._server.serve_forever,
+                target=server.serve_forever,
                 kwargs={"poll_interval": 0.01},  # stop() waits up to one poll
                 name=self._name,
                 daemon=True,
@@ -317,8 +358,9 @@ class LoopbackServer:
             self._server, self._thread = None, None
         if server is None:
             return
-        server.shutdown()
-        server.end_streams(_STREAM_DRAIN_SEC)
+        if thread is not None:  # shutdown() waits for serve_forever(): only once it ran
+            server.shutdown()
+            server.end_streams(_STREAM_DRAIN_SEC)
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)

@@ -79,15 +79,20 @@ def apply_and_report(
 
 
 def read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapshot:
-    from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
+    """The cluster as a one-shot command sees it: read in full, or a KubeReadError naming
+    what could not be read and why (never a plan or status from half a cluster; the
+    controller withholds removals instead). No retries below lbhc: a server that cannot be
+    reached is one line at once, not a page of urllib3 warnings first."""
+    from lbhc.kube.client import KubeConfig, KubeReader, connect
     from lbhc.kube.snapshot_file import load_cluster_snapshot
     from lbhc.planner.config import ReadinessPolicy
 
     if args.cluster_snapshot is not None:
         return load_cluster_snapshot(args.cluster_snapshot)
-    kube_config = KubeConfig(kubeconfig=settings.kubeconfig, context=settings.context)
+    kube_config = KubeConfig(kubeconfig=settings.kubeconfig, context=settings.context, retries=0)
+    api_client, target = connect(kube_config)
     reader = KubeReader(
-        make_api_client(kube_config),
+        api_client,
         kube_config,
         settings.kube_proxy_namespace,
         settings.kube_proxy_selector,
@@ -97,5 +102,6 @@ def read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapsho
             if settings.readiness_policy is ReadinessPolicy.OFF
             else settings.readiness_selector
         ),
+        target=target,
     )
-    return reader.read_snapshot()
+    return reader.read_snapshot(complete=True)

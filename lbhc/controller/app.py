@@ -24,7 +24,7 @@ from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.reflector import Reflector
 from lbhc.controller.trigger import Trigger
 from lbhc.gce.client import GceClient
-from lbhc.httpserver import LoopbackServer
+from lbhc.httpserver import BindError, LoopbackServer
 from lbhc.kube.client import (
     KubeApi,
     KubeConfig,
@@ -122,6 +122,18 @@ class ControllerApp:
                 observe=lambda result: self.metrics.probes.labels(result).inc(),
             )
 
+        # Last, once nothing else here can fail: a port that is taken ends `lbhc run` with
+        # one line before it announces that it is starting.
+        self.http = self._bind_http()
+
+    def _bind_http(self) -> LoopbackServer:
+        try:
+            return health_server(
+                self.options.http_address, self.metrics, self.ready, self._last_plan
+            ).bind()
+        except BindError as exc:
+            raise exc.with_flag("--http-address") from exc
+
     def _leadership_changed(self, leader: bool) -> None:
         self.metrics.leader.set(1 if leader else 0)
         if leader:
@@ -161,9 +173,7 @@ class ControllerApp:
 
     def run(self) -> None:
         """Blocks until stop(). Order matters on the way out: stop writing first."""
-        self.http = health_server(
-            self.options.http_address, self.metrics, self.ready, self._last_plan
-        ).start()
+        self.http = (self.http or self._bind_http()).start()
         log.info("serving /healthz, /readyz and /metrics on %s", self.http.url)
         try:
             uid = None if self.settings.cluster_id else self._kube_system_uid()

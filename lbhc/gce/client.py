@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -19,20 +20,33 @@ from typing import Any, TypeVar
 
 import requests
 from google.api_core import exceptions as core
+from google.auth import exceptions as auth
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from lbhc.errors import connect_failure, first_line
 from lbhc.gce import convert
 from lbhc.gce.config import GceClientConfig, make_credentials
 from lbhc.gce.errors import (
+    GceAccessDenied,
+    GceNotCompute,
+    GceScopeError,
+    GceUnreachable,
     NotLeader,
     ReadOnlyViolation,
     describe,
+    has_reason,
     is_forbidden,
     is_not_found,
     is_retryable,
+    missing_project,
+    missing_region,
+    not_compute_answer,
     operation_error,
+    reasons_of,
     result_label,
+    status_of,
 )
+from lbhc.gce.permissions import PERMISSIONS_BY_CALL
 from lbhc.gce.ratelimit import TokenBucket
 from lbhc.model.cloud import (
     CloudSnapshot,
@@ -78,6 +92,11 @@ class GceClient:
         self._write_guard = write_guard
         self._observe = observer or (lambda call, result: None)
         creds = credentials if credentials is not None else make_credentials(config.endpoint)
+        self._credentials = creds
+        # Whether the endpoint has ever answered (any HTTP status), and whether any call has
+        # succeeded: until then a failure says more about the settings than about the moment.
+        self._answered = False
+        self._succeeded = False
         options = {"api_endpoint": config.endpoint}
         self._compute = compute_v1
         self._firewalls = compute_v1.FirewallsClient(credentials=creds, client_options=options)
@@ -109,7 +128,10 @@ class GceClient:
                 result = fn()
             except Exception as exc:
                 self._observe(what, result_label(exc))
+                if isinstance(exc, core.GoogleAPICallError):
+                    self._answered = True
                 raise
+            self._answered = self._succeeded = True
             self._observe(what, "ok")
             return result
 
@@ -118,7 +140,7 @@ class GceClient:
             wait=wait_random_exponential(
                 multiplier=self.config.backoff_initial_sec, max=self.config.backoff_max_sec
             ),
-            retry=retry_if_exception(is_retryable),
+            retry=retry_if_exception(self._retryable),
             before_sleep=lambda state: log.warning(
                 "GCE %s failed (%s); retry %d",
                 what,
@@ -127,7 +149,89 @@ class GceClient:
             ),
             reraise=True,
         )
-        return retrying(attempt)
+        try:
+            return retrying(attempt)
+        except Exception as exc:
+            explained = self._explain(what, exc, mutating=mutating)
+            if explained is None:
+                raise
+            raise explained from exc
+
+    def _retryable(self, exc: BaseException) -> bool:
+        """As is_retryable, except a connection that cannot even be made to an endpoint that
+        has never answered: that is a wrong --gce-endpoint or a network path that is not
+        there, and retrying it for a minute only hides that (`lbhc plan` would sit silent).
+        Once the endpoint has answered, a refused connection is a blip and is retried."""
+        if not self._answered and connect_failure(exc) is not None:
+            return False
+        return is_retryable(exc)
+
+    def _explain(self, what: str, exc: Exception, *, mutating: bool) -> Exception | None:
+        """The failures whose fix is not in lbhc's hands, as one line naming it; None keeps
+        the original (callers tell a missing resource, a forbidden Shared VPC firewall or an
+        in-use check apart by it)."""
+        endpoint, project = self.config.endpoint, self.config.project
+        flag = "check --gce-endpoint / LBHC_GCE_ENDPOINT"
+        why = connect_failure(exc) if not self._answered else None
+        if why is not None:
+            return GceUnreachable(
+                f"cannot reach the Compute API at {endpoint}: {why}; {flag}, or the network "
+                "path to it (a proxy, an egress firewall or NetworkPolicy)"
+            )
+        renew = (
+            "renew them (`gcloud auth application-default login`, a new key for "
+            "GOOGLE_APPLICATION_CREDENTIALS, or the Workload Identity binding)"
+        )
+        if isinstance(exc, auth.RefreshError | auth.InvalidOperation):
+            # google-auth refreshes credentials on a 401 and retries once; this is that
+            # refresh failing (anonymous credentials cannot be refreshed at all).
+            return GceAccessDenied(
+                f"the Compute API refused the credentials of {identity_of(self._credentials)}: "
+                f"401, and refreshing them failed ({first_line(exc)}); {renew}",
+                401,
+                (),
+            )
+        if not isinstance(exc, core.GoogleAPICallError):
+            return None
+        answer = not_compute_answer(exc.response)
+        if answer is not None:
+            return GceNotCompute(f"{endpoint} is not the Compute API: {what} {answer}; {flag}")
+        if (missing := missing_project(exc)) is not None:
+            if missing == self.config.network_project and missing != project:
+                return GceScopeError(
+                    f"network project {missing} not found (check --network-project / "
+                    "LBHC_NETWORK_PROJECT)"
+                )
+            return GceScopeError(f"project {missing} not found (check --project / LBHC_PROJECT)")
+        if (region := missing_region(exc)) is not None:
+            return GceScopeError(
+                f"region {region} not found in project {project} (check --region / LBHC_REGION)"
+            )
+        status = status_of(exc)
+        if status == 401:
+            return GceAccessDenied(
+                f"the Compute API refused the credentials of {identity_of(self._credentials)} "
+                f"({_said(exc)}): {renew}",
+                status,
+                reasons_of(exc),
+            )
+        if is_forbidden(exc) and not mutating and not self._succeeded:
+            # The first read: nothing is readable, so no plan or status could be sound.
+            if has_reason(exc, "accessNotConfigured"):
+                fix = f"enable the Compute Engine API in project {project}"
+            else:
+                needed = ", ".join(PERMISSIONS_BY_CALL.get(what, ()))
+                fix = (
+                    f"grant it lbhc's GCE permissions ({needed} among them; README: GCE "
+                    "permissions), or run as an identity that has them"
+                )
+            return GceAccessDenied(
+                f"the Compute API refused {identity_of(self._credentials)} in project {project} "
+                f"({_said(exc)}): {fix}",
+                status,
+                reasons_of(exc),
+            )
+        return None
 
     def _gapic_kwargs(self, field_mask: str = "") -> dict[str, Any]:
         # retry=None: the library would otherwise retry reads for up to 600 s on its own.
@@ -154,9 +258,16 @@ class GceClient:
             headers=headers,
             timeout=self.config.request_timeout_sec,
         )
+        answer = not_compute_answer(response)
+        if answer is not None:  # never retried: a wrong endpoint stays wrong
+            raise GceNotCompute(
+                f"{self.config.endpoint} is not the Compute API: {method} {path or '/'} "
+                f"{answer}; check --gce-endpoint / LBHC_GCE_ENDPOINT"
+            )
         if response.status_code >= 400:
             raise core.from_http_response(response)
-        return response.json() if response.content else {}
+        answered: dict[str, Any] = response.json() if response.content else {}
+        return answered
 
     def _wait(self, op: Any, *, regional: bool, project: str = "") -> None:
         """Poll with our own operations client until DONE, then judge the error fields.
@@ -477,3 +588,28 @@ class GceClient:
             pools_complete=pools_complete,
             firewall_unreadable=firewall_unreadable,
         )
+
+
+def identity_of(credentials: Any) -> str:
+    """Who the Compute API saw, for an error line: an email or a kind, never a token."""
+    from google.auth.credentials import AnonymousCredentials
+
+    if isinstance(credentials, AnonymousCredentials):
+        return "anonymous credentials (an http:// --gce-endpoint sends none)"
+    email = getattr(credentials, "service_account_email", None)
+    if isinstance(email, str) and email and email != "default":
+        return f"service account {email}"
+    if email == "default":
+        return "the metadata server's service account (the node's, or Workload Identity's)"
+    account = getattr(credentials, "account", None)
+    if isinstance(account, str) and account:
+        return f"account {account}"
+    return "the application-default credentials"
+
+
+def _said(exc: core.GoogleAPICallError) -> str:
+    """What the API said, on one bounded line, without the "METHOD URL: " google-api-core
+    puts first (the line names the endpoint and project already)."""
+    text = " ".join(describe(exc).split())
+    text = re.sub(r": [A-Z]+ https?://\S+: ", ": ", text, count=1)
+    return text if len(text) <= 300 else text[:297] + "..."

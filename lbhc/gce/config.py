@@ -34,12 +34,28 @@ class GceClientConfig:
 
 
 def make_credentials(endpoint: str) -> Any:
-    """Anonymous for a plain-http endpoint (a local fake); otherwise ADC."""
+    """Anonymous for a plain-http endpoint (a local fake); otherwise ADC. None found is a
+    SetupError (exit 2) saying how to provide some. google-auth's own warnings on the way
+    (no metadata server, no project id) are dropped: they precede that one line, or are
+    noise when credentials were found."""
     if endpoint.startswith("http://"):
         from google.auth.credentials import AnonymousCredentials
 
         return AnonymousCredentials()
-    import google.auth
+    import logging
 
-    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/compute"])
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    from lbhc.errors import SetupError, credentials_missing
+
+    quiet = logging.Filter("lbhc")  # passes only records of lbhc's loggers: none here
+    google_default = logging.getLogger("google.auth._default")
+    google_default.addFilter(quiet)
+    try:
+        credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/compute"])
+    except DefaultCredentialsError as exc:
+        raise SetupError(credentials_missing(exc)) from exc
+    finally:
+        google_default.removeFilter(quiet)
     return credentials

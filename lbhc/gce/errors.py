@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from google.api_core import exceptions as core
+
+from lbhc.errors import RunFailure, SetupError
 
 RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 IN_USE_REASON = "resourceInUseByAnotherResource"
@@ -19,6 +22,30 @@ class GceOperationError(Exception):
         self.status = status
         self.reasons = reasons
         self.message = message
+
+
+class GceUnreachable(RunFailure):
+    """No connection to the Compute API endpoint could be made, and none ever was."""
+
+
+class GceAccessDenied(RunFailure):
+    """The Compute API refused lbhc's credentials (401), or refused the first read (403):
+    the message names the identity, never its token. Keeps the status, so is_forbidden()
+    still holds."""
+
+    def __init__(self, message: str, status: int, reasons: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reasons = reasons
+
+
+class GceNotCompute(SetupError):
+    """The endpoint answered, but not as the Compute API does (an HTML page, a body that is
+    not Compute's JSON): --gce-endpoint names something else."""
+
+
+class GceScopeError(SetupError):
+    """The project or region lbhc was told to use does not exist."""
 
 
 class ReadOnlyViolation(RuntimeError):
@@ -37,7 +64,7 @@ def result_label(exc: BaseException) -> str:
 
 def reasons_of(exc: BaseException) -> tuple[str, ...]:
     """Classic Compute error bodies carry the reason in errors[], not in exc.reason."""
-    if isinstance(exc, GceOperationError):
+    if isinstance(exc, GceOperationError | GceAccessDenied):
         return exc.reasons
     found: list[str] = []
     if isinstance(exc, core.GoogleAPICallError):
@@ -51,7 +78,7 @@ def reasons_of(exc: BaseException) -> tuple[str, ...]:
 
 
 def status_of(exc: BaseException) -> int:
-    if isinstance(exc, GceOperationError):
+    if isinstance(exc, GceOperationError | GceAccessDenied):
         return exc.status
     if isinstance(exc, core.GoogleAPICallError) and exc.code is not None:
         return int(exc.code)
@@ -113,6 +140,53 @@ def describe(exc: BaseException) -> str:
         reasons = ",".join(reasons_of(exc)) or "no reason"
         return f"{exc.code} {reasons}: {exc.message}"
     return f"{type(exc).__name__}: {exc}"
+
+
+# How the Compute API says a project or region does not exist (see the fake's _check_scope).
+# google-api-core puts "METHOD URL: " before the API's message.
+_NO_PROJECT = re.compile(
+    r"(?:^|: )(?:The resource 'projects/([^/']+)' was not found|Failed to find project (\S+))"
+)
+_NO_REGION = re.compile(
+    r"(?:^|: )(?:Invalid value for field 'region': '([^']*)'\. Unknown region|"
+    r"The resource 'projects/[^/']+/regions/([^/']+)' was not found)"
+)
+
+
+def missing_project(exc: BaseException) -> str | None:
+    """The project a 404 says does not exist (not a resource in it)."""
+    if isinstance(exc, core.GoogleAPICallError) and status_of(exc) == 404:
+        found = _NO_PROJECT.search(exc.message or "")
+        if found:
+            return found.group(1) or found.group(2)
+    return None
+
+
+def missing_region(exc: BaseException) -> str | None:
+    """The region the Compute API says is unknown (400 invalid, or a 404 naming it)."""
+    if isinstance(exc, core.GoogleAPICallError) and status_of(exc) in (400, 404):
+        found = _NO_REGION.search(exc.message or "")
+        if found:
+            return found.group(1) or found.group(2)
+    return None
+
+
+def not_compute_answer(response: Any) -> str | None:
+    """Why an HTTP answer cannot be the Compute API's (whose bodies, errors included, are
+    JSON objects, errors as {"error": {...}}), or None when it can be. A 5xx is never judged:
+    Google's front ends answer those with HTML pages too, and they pass on a retry."""
+    if response is None or getattr(response, "status_code", 0) >= 500:
+        return None
+    kind = (response.headers.get("Content-Type") or "no Content-Type").split(";")[0].strip()
+    try:
+        body = response.json() if response.content else {}
+    except ValueError:
+        return f"answered {response.status_code} with {kind}, not JSON"
+    if not isinstance(body, dict):
+        return f"answered {response.status_code} with JSON that is not an object"
+    if response.status_code >= 400 and not isinstance(body.get("error"), dict):
+        return f"answered {response.status_code} without the Compute API's error body"
+    return None
 
 
 def operation_error(op: Any) -> GceOperationError | None:

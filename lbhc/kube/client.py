@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lbhc.errors import SetupError, connect_failure
 from lbhc.kube.decode import (
     DaemonSetList,
     NodeList,
@@ -41,6 +42,11 @@ class KubeReadError(RuntimeError):
     """Something the pass cannot do without could not be read."""
 
 
+class KubeConfigError(SetupError):
+    """No client can be made from the kubeconfig (or the in-cluster config): none found, not
+    a kubeconfig, no such context. Fixed with --kubeconfig, --context or the file: exit 2."""
+
+
 @dataclass(frozen=True)
 class KubeConfig:
     kubeconfig: str | None = None
@@ -51,38 +57,170 @@ class KubeConfig:
     # Longer than the server's bookmark interval (about a minute), or quiet watches would
     # time out; short enough that a half-open connection is noticed.
     watch_read_timeout_sec: float = 90.0
+    # urllib3's retries of one request. None keeps the client's (3, each logged as a warning
+    # of its own); one-shot commands pass 0, so an unreachable server is one line at once.
+    retries: int | None = None
+
+
+@dataclass(frozen=True)
+class KubeTarget:
+    """Which API server a client talks to and where that came from, for error lines."""
+
+    server: str
+    origin: str  # "context 'x' of kubeconfig /p", "in-cluster config", "a URL given directly"
+
+    def __str__(self) -> str:
+        return f"{self.server} ({self.origin})"
 
 
 def make_api_client(config: KubeConfig) -> Any:
     """In-cluster when running in a Pod and no kubeconfig is named; kubeconfig otherwise."""
+    return connect(config)[0]
+
+
+def connect(config: KubeConfig) -> tuple[Any, KubeTarget]:
+    """A client and what it talks to. A kubeconfig that is missing, not a kubeconfig, or
+    without the context asked for raises KubeConfigError, one line naming the file."""
     import os
 
     from kubernetes import client
-    from kubernetes import config as kube_config
 
     configuration = client.Configuration()
+    if config.retries is not None:
+        configuration.retries = config.retries
     if config.host:
         configuration.host = config.host
+        target = KubeTarget(config.host, "a URL given directly")
     elif config.kubeconfig or config.context or "KUBERNETES_SERVICE_HOST" not in os.environ:
-        import yaml
-
-        try:
-            kube_config.load_kube_config(
-                config_file=config.kubeconfig,
-                context=config.context,
-                client_configuration=configuration,
-            )
-        except yaml.YAMLError as exc:  # the client lets a parse error escape as a traceback
-            where = config.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-            mark = getattr(exc, "problem_mark", None)
-            line = f" (line {mark.line + 1})" if mark is not None else ""
-            raise KubeReadError(
-                f"kubeconfig {where} is not valid YAML{line}: expected a kubeconfig file "
-                "as `kubectl config view --raw` writes it"
-            ) from None
+        target = _load_kubeconfig(config, configuration)
     else:
+        target = _load_in_cluster(configuration)
+    return client.ApiClient(configuration), target
+
+
+def _load_in_cluster(configuration: Any) -> KubeTarget:
+    from kubernetes import config as kube_config
+
+    try:
         kube_config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
+    except kube_config.ConfigException as exc:
+        raise KubeConfigError(
+            f"in-cluster config not usable ({exc}): run with the Pod's ServiceAccount token "
+            "mounted (automountServiceAccountToken), or pass --kubeconfig"
+        ) from None
+    return KubeTarget(configuration.host, "in-cluster config")
+
+
+def _load_kubeconfig(config: KubeConfig, configuration: Any) -> KubeTarget:
+    """What kubectl would read: the kubeconfig setting, else every file of $KUBECONFIG, else
+    ~/.kube/config. Each file is checked first, since the client fails on a non-mapping
+    with a traceback and reads $KUBECONFIG only once, when it is imported."""
+    import os
+
+    from kubernetes import config as kube_config
+
+    if config.kubeconfig:
+        named, paths = f"kubeconfig {config.kubeconfig}", [config.kubeconfig]
+    elif os.environ.get("KUBECONFIG"):
+        value = os.environ["KUBECONFIG"]
+        named, paths = f"KUBECONFIG={value}", [p for p in value.split(os.pathsep) if p]
+    else:
+        named, paths = "~/.kube/config", ["~/.kube/config"]
+    found = [p for p in paths if os.path.exists(os.path.expanduser(p))]
+    if not found:
+        raise KubeConfigError(_no_kubeconfig(config, named))
+    documents = [(path, _read_kubeconfig(path)) for path in found]
+    contexts = [
+        c["name"]
+        for _, doc in documents
+        for c in (doc.get("contexts") or [])
+        if isinstance(c, dict) and isinstance(c.get("name"), str)
+    ]
+    current = next(
+        (d["current-context"] for _, d in reversed(documents) if d.get("current-context")), None
+    )
+    context = config.context or current
+    where = found[0] if len(found) == 1 else named
+    try:
+        kube_config.load_kube_config(
+            config_file=os.pathsep.join(found),
+            context=config.context,
+            client_configuration=configuration,
+        )
+    except kube_config.ConfigException as exc:
+        raise KubeConfigError(_bad_kubeconfig(where, context, contexts, str(exc))) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        # The client indexes the file's structure without checking it.
+        raise KubeConfigError(
+            f"kubeconfig {where} is malformed (reading context {context!r}: "
+            f"{type(exc).__name__} {exc}): expected a kubeconfig as `kubectl config view "
+            "--raw` writes it"
+        ) from None
+    return KubeTarget(configuration.host, f"context {context!r} of kubeconfig {where}")
+
+
+def _no_kubeconfig(config: KubeConfig, named: str) -> str:
+    import os
+
+    if config.kubeconfig:  # settings check it exists; it went away since
+        return f"{named}: no such file; pass --kubeconfig with the path of a kubeconfig file"
+    if named.startswith("KUBECONFIG="):
+        looked = f"{named} names no file that exists"
+    else:
+        looked = f"{os.path.expanduser('~/.kube/config')} does not exist and KUBECONFIG is unset"
+    return (
+        f"no kubeconfig: {looked}, and in-cluster config is not available "
+        "(KUBERNETES_SERVICE_HOST is not set); pass --kubeconfig or set KUBECONFIG"
+    )
+
+
+def _read_kubeconfig(path: str) -> dict[str, Any]:
+    import os
+
+    import yaml
+
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as file:
+            document = yaml.safe_load(file)
+    except yaml.YAMLError as exc:  # the client lets a parse error escape as a traceback
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        raise KubeConfigError(
+            f"kubeconfig {path} is not valid YAML{line}: expected a kubeconfig file "
+            "as `kubectl config view --raw` writes it"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KubeConfigError(f"kubeconfig {path} cannot be read: {exc}") from None
+    if document is None:
+        raise KubeConfigError(f"kubeconfig {path} is empty: pass --kubeconfig with another")
+    if not isinstance(document, dict):
+        kinds: dict[type, str] = {list: "a list", str: "a string"}
+        kind = kinds.get(type(document), type(document).__name__)
+        raise KubeConfigError(
+            f"kubeconfig {path} is not a kubeconfig: expected a YAML mapping (apiVersion, "
+            f"clusters, contexts, users), got {kind}"
+        )
+    return document
+
+
+def _bad_kubeconfig(where: str, context: str | None, contexts: list[str], said: str) -> str:
+    """The client's ConfigException, as what is wrong and which flag or file fixes it."""
+    import re
+
+    listed = f" (it has: {', '.join(contexts)})" if contexts else " (it has none)"
+    if "current-context" in said and context is None:
+        return f"kubeconfig {where} sets no current-context: pass --context{listed}"
+    missing = re.search(r"Expected object with name (.*) in .*?(\w+) list", said)
+    if missing and missing.group(2) == "contexts":
+        return f"kubeconfig {where} has no context {missing.group(1)!r}{listed}: pass --context"
+    if missing:
+        kind = missing.group(2).removesuffix("s")
+        return (
+            f"context {context!r} of kubeconfig {where} names {kind} {missing.group(1)!r}, "
+            f"which the file does not define: fix the file or pass another --context{listed}"
+        )
+    said = " ".join(said.split())[:300]
+    return f"kubeconfig {where}, context {context!r}: {said}: fix the file or pass --context"
 
 
 class Resource(StrEnum):
@@ -93,6 +231,11 @@ class Resource(StrEnum):
     KUBE_PROXY_PODS = "kube-proxy pods"
     # Only for the readiness-probe policy: never a gap for the planner (see ClusterCache).
     KUBE_PROXY_DAEMONSETS = "kube-proxy daemonsets"
+
+    @property
+    def rbac_name(self) -> str:
+        """The resource as an RBAC rule names it."""
+        return self.value.removeprefix("kube-proxy ")
 
 
 class WatchStream:
@@ -154,6 +297,10 @@ class KubeApi:
     @property
     def kube_proxy_selector(self) -> str:
         return self._selector
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace
 
     def detect_selectors(self, daemonsets: bool = True) -> bool:
         """Lists each alternative (one item at most) and keeps the first that selects any
@@ -312,7 +459,10 @@ class KubeReader:
         kube_proxy_selector: str = "k8s-app=kube-proxy",
         read_cluster_uid: bool = True,
         daemonset_selector: str | None = "k8s-app=kube-proxy",
+        target: KubeTarget | None = None,
     ) -> None:
+        """`target`: what `api_client` talks to, named when a read fails."""
+        self._target = target
         self._api = KubeApi(
             api_client,
             config,
@@ -323,17 +473,22 @@ class KubeReader:
         self._read_cluster_uid = read_cluster_uid
         self._read_daemonsets = daemonset_selector is not None
 
-    def read_snapshot(self) -> ClusterSnapshot:
+    def read_snapshot(self, *, complete: bool = False) -> ClusterSnapshot:
         """A list that fails becomes a gap, so the planner withholds removals instead of
-        acting on half a cluster."""
+        acting on half a cluster. `complete`: a list of Nodes, Services or kube-proxy Pods
+        that fails, or an object in one that does not decode, raises KubeReadError instead
+        (one line: what, from which server, why): a one-shot command shows no plan or
+        status from a view it could not read."""
         gaps: list[str] = []
+        nodes, nodes_complete = self._list(Resource.NODES, NodeList, gaps, complete)
+        services, _ = self._list(Resource.SERVICES, ServiceList, gaps, complete)
         try:
             self._api.detect_selectors(daemonsets=self._read_daemonsets)
         except Exception as exc:  # the list of the first alternative will say what is wrong
+            if complete:
+                raise KubeReadError(self._unreadable(Resource.KUBE_PROXY_PODS, exc)) from exc
             log.warning("cannot tell how kube-proxy is labelled (%s)", describe(exc))
-        nodes, nodes_complete = self._list(Resource.NODES, NodeList, gaps)
-        services, _ = self._list(Resource.SERVICES, ServiceList, gaps)
-        pods, pods_complete = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps)
+        pods, pods_complete = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps, complete)
         return ClusterSnapshot(
             nodes=nodes,
             services=services,
@@ -363,17 +518,39 @@ class KubeReader:
             return ()
 
     def _list(
-        self, resource: Resource, model: type[ObjectList], gaps: list[str]
+        self, resource: Resource, model: type[ObjectList], gaps: list[str], complete: bool
     ) -> tuple[tuple[Any, ...], bool]:
-        """(what decoded, complete): a failed list or an undecodable object is a gap."""
+        """(what decoded, complete): a failed list or an undecodable object is a gap, or
+        with `complete` an error."""
         try:
             listing = list_all(self._api, resource, model)
         except Exception as exc:
+            if complete:
+                raise KubeReadError(self._unreadable(resource, exc)) from exc
             gaps.append(f"{resource} could not be listed: {describe(exc)}")
             return (), False
         if listing.undecodable:
-            gaps.append(undecodable_gap(resource, listing.undecodable))
+            gap = undecodable_gap(resource, listing.undecodable)
+            if complete:
+                raise KubeReadError(
+                    f"cannot read the cluster from {self._where()}: {gap}; lbhc shows nothing "
+                    "from a partial view (the controller withholds removals meanwhile)"
+                )
+            gaps.append(gap)
         return listing.items, not listing.undecodable
+
+    def _where(self) -> str:
+        return f"the Kubernetes API server at {self._target}" if self._target else "the cluster"
+
+    def _unreadable(self, resource: Resource, exc: BaseException) -> str:
+        api = self._api
+        what = (
+            f"kube-proxy Pods in {api.namespace} (selected by {api.kube_proxy_selector})"
+            if resource is Resource.KUBE_PROXY_PODS
+            else str(resource)
+        )
+        why, fix = explain(exc, self._target, f"list {resource.rbac_name}")
+        return f"cannot list {what} from {self._where()}: {why}; {fix}"
 
 
 @dataclass(frozen=True)
@@ -433,9 +610,10 @@ def read_kube_system_uid(api: KubeApi) -> str | None:
     try:
         return Namespace.model_validate_json(api.read_namespace("kube-system")).metadata.uid or None
     except Exception as exc:
+        why, fix = explain(exc, None, "get namespaces")
         raise KubeReadError(
-            f"cannot read namespace kube-system to derive the cluster id ({describe(exc)}): "
-            "allow `get` on namespaces, or set --cluster-id"
+            f"cannot read namespace kube-system to derive the cluster id ({why}): {fix}, "
+            "or set --cluster-id"
         ) from exc
 
 
@@ -460,12 +638,14 @@ def cloud_provider_uid_or_none(api: KubeApi) -> str | None:
     try:
         return read_cloud_provider_uid(api)
     except Exception as exc:
+        forbidden = status_of(exc) in (401, 403)
         log.warning(
             "cannot read ConfigMap %s/%s (%s): the cloud provider's node check is shown as an "
-            "equivalent check; allow `get` on it (deploy/base/rbac.yaml)",
+            "equivalent check%s",
             INGRESS_UID_NAMESPACE,
             INGRESS_UID_NAME,
             describe(exc),
+            "; allow `get` on it (deploy/base/rbac.yaml)" if forbidden else "",
         )
         return None
 
@@ -491,3 +671,75 @@ def describe(exc: BaseException) -> str:
     if status:
         return f"HTTP {status} {getattr(exc, 'reason', '')}".strip()
     return type(exc).__name__
+
+
+def explain(exc: BaseException, target: KubeTarget | None, verb: str) -> tuple[str, str]:
+    """(why, what to check) for a request that failed, each a clause of one line. Only a
+    401 or 403 gets an RBAC or credentials hint: for a server that cannot be reached, that
+    hint would send the reader the wrong way. `verb` is the RBAC verb and resource."""
+    origin = target.origin if target else "the kubeconfig"
+    elsewhere = "or pass --kubeconfig / --context to use another cluster"
+    status = status_of(exc)
+    if status == 401:
+        return (
+            "HTTP 401 Unauthorized (the credentials were refused)",
+            "renew them (an expired token? `kubectl get nodes` with the same kubeconfig and "
+            "context tells)",
+        )
+    if status == 403:
+        said = _status_message(exc)
+        return (
+            f"HTTP 403 Forbidden{f' ({said})' if said else ''}",
+            f"allow `{verb}` to lbhc's identity (deploy/base/rbac.yaml)",
+        )
+    if status == 404:
+        return "HTTP 404 Not Found", f"is the server of {origin} a Kubernetes API server?"
+    if status:
+        return describe(exc), "the API server failed; try again"
+    if isinstance(exc, ValidationError | KubeReadError):
+        why = describe(exc) if isinstance(exc, ValidationError) else str(exc)
+        return why, f"is the server of {origin} a Kubernetes API server?"
+    tls = _tls_failure(exc)
+    if tls:
+        return tls, f"check the cluster's certificate-authority in {origin}"
+    reason = connect_failure(exc)
+    if reason:
+        return reason, f"check that the cluster is up and reachable from here, {elsewhere}"
+    timeout = _read_timeout(exc)
+    if timeout:
+        return timeout, "the API server is overloaded or the connection was cut; try again"
+    return describe(exc), f"check that the cluster is up and reachable from here, {elsewhere}"
+
+
+def _status_message(exc: BaseException) -> str:
+    """The message of the Status object an error answer carries (it names the user and the
+    permission; never a credential), bounded."""
+    body = getattr(exc, "body", None)
+    try:
+        message = json.loads(body).get("message", "") if body else ""
+    except (ValueError, AttributeError, TypeError):
+        return ""
+    return " ".join(str(message).split())[:300]
+
+
+def _tls_failure(exc: BaseException) -> str:
+    """The kubernetes client turns a TLS failure into ApiException(status=0, reason=
+    "SSLError\\n...")."""
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, str) and reason.startswith("SSLError"):
+        detail = " ".join(reason.split("\n", 1)[-1].split())
+        return f"TLS handshake failed ({detail[:200]})"
+    return ""
+
+
+def _read_timeout(exc: BaseException) -> str:
+    from urllib3 import exceptions as u3
+
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, u3.ReadTimeoutError):
+            return "no answer in time (read timeout)"
+        if isinstance(current, u3.ProtocolError):
+            return "the connection was cut mid-answer"
+        current = current.reason if isinstance(current, u3.MaxRetryError) else current.__cause__
+    return ""

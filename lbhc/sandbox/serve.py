@@ -13,9 +13,11 @@ import sys
 import threading
 from pathlib import Path
 
+from lbhc.httpserver import BindError
 from lbhc.kube.snapshot_file import SnapshotFileError, load_cluster_snapshot
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from lbhc.sandbox.compute_fake.store import GCE_REGIONS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,12 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds each GCE operation stays PENDING/RUNNING",
     )
     args = parser.parse_args(argv)
+    if args.region not in GCE_REGIONS:
+        return _fail(f"--region {args.region}: not a GCE region (e.g. us-central1)", 2)
     try:
         cluster = load_cluster_snapshot(args.cluster_snapshot)
     except SnapshotFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-
+        return _fail(str(exc), 2)
     fake = ComputeFake(operation_latency=args.operation_latency)
     fake.add_network(args.project, args.network)
     pools = provision_load_balancers(
@@ -46,7 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    with ComputeFakeServer(fake, port=args.port) as server:
+    try:
+        server = ComputeFakeServer(fake, port=args.port).start()
+    except BindError as exc:
+        return _fail(str(exc.with_flag("--port")), 1)
+    with server:
         print(
             f"Compute fake serving {server.url} (project {args.project}, region "
             f"{args.region}); {len(pools)} target pools seeded as the legacy cloud provider "
@@ -55,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         stop.wait()
     return 0
+
+
+def _fail(message: str, code: int) -> int:
+    """One line, as lbhc's own commands say it; 2 when the fix is a flag or file."""
+    print(f"lbhc: error: {message}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

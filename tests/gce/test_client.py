@@ -7,7 +7,13 @@ import pytest
 from google.api_core import exceptions as core
 
 from lbhc.gce.client import POOL_FIELDS, RULE_FIELDS
-from lbhc.gce.errors import GceOperationError, ReadOnlyViolation, is_in_use
+from lbhc.gce.errors import (
+    GceAccessDenied,
+    GceOperationError,
+    ReadOnlyViolation,
+    is_forbidden,
+    is_in_use,
+)
 from lbhc.model.cloud import COMPUTE_URL_PREFIX, http_health_check_url
 from tests.builders import PROJECT, REGION, our_check, our_firewall, service
 from tests.conftest import ComputeEnv
@@ -172,11 +178,24 @@ def test_snapshot_marks_a_failed_list_as_a_gap(compute: ComputeEnv) -> None:
 
 
 def test_a_failed_read_of_a_shared_resource_raises(compute: ComputeEnv) -> None:
+    client = compute.client()
+    client.list_target_pools()  # a read that worked: later refusals are the API's own errors
     compute.fake.faults.fail_requests(
         times=100, status=403, reason="forbidden", path_contains=CHECK_PATH
     )
     with pytest.raises(core.Forbidden):
+        client.read_snapshot("k8s-l4-healthcheck-x")
+
+
+def test_a_first_read_refused_names_the_identity_and_the_permission(compute: ComputeEnv) -> None:
+    compute.fake.faults.fail_requests(
+        times=100, status=403, reason="forbidden", path_contains=CHECK_PATH
+    )
+    with pytest.raises(GceAccessDenied) as caught:
         compute.client().read_snapshot("k8s-l4-healthcheck-x")
+    assert is_forbidden(caught.value)  # still a 403 to callers that tell them apart
+    assert "anonymous credentials" in str(caught.value)
+    assert "compute.httpHealthChecks.get" in str(caught.value)
 
 
 def test_a_wait_that_times_out_is_polled_again_not_counted_as_a_failure(

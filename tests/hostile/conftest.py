@@ -24,6 +24,7 @@ class Fakes:
     compute_url: str
     kube: KubeFake
     kubeconfig: Path
+    kube_url: str
 
     def clear(self) -> None:
         self.compute.clear_journal()
@@ -44,7 +45,7 @@ def fakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fakes]:
     kube.upsert(namespace("kube-system", KUBE_SYSTEM_UID))
     with ComputeFakeServer(compute) as gce, KubeFakeServer(kube) as api:
         kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube"), api.url)
-        yield Fakes(compute, gce.url, kube, kubeconfig)
+        yield Fakes(compute, gce.url, kube, kubeconfig, api.url)
 
 
 @pytest.fixture

@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from lbhc.kube.client import KubeConfig, KubeReader, KubeReadError
+from lbhc.kube.client import (
+    KubeApi,
+    KubeConfig,
+    KubeReader,
+    KubeReadError,
+    KubeTarget,
+    make_api_client,
+    read_kube_system_uid,
+)
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer, decode_continue
 from lbhc.settings import Settings
 from tests.kube.conftest import (
@@ -298,3 +306,58 @@ def test_the_first_alternative_that_selects_a_kube_proxy_pod_is_listed(
         e for e in kube_fake.journal if e.path.endswith("/pods") and e.query.get("limit") != "1"
     ]
     assert [e.query["labelSelector"] for e in full] == [chosen]
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "says"),
+    [
+        ("/api/v1/nodes", 403, "cannot list nodes from the Kubernetes API server at"),
+        ("/api/v1/services", 503, "cannot list services from the Kubernetes API server at"),
+        ("/pods", 500, "cannot list kube-proxy Pods in kube-system (selected by k8s-app="),
+    ],
+)
+def test_a_complete_read_raises_where_a_gap_would_be(
+    kube_fake: KubeFake, api_client: Any, kube_server: KubeFakeServer, path: str, status: int,
+    says: str,
+) -> None:  # fmt: skip
+    """One-shot commands read with complete=True: no plan from half a cluster."""
+    target = KubeTarget(kube_server.url, "context 'c' of kubeconfig k")
+    reader = KubeReader(api_client, KubeConfig(host=kube_server.url), target=target)
+    seed(kube_fake, node("n1"), service("web"), kube_proxy_pod("n1"))
+    kube_fake.faults.fail_requests(times=1, status=status, path_contains=path)
+    with pytest.raises(KubeReadError) as caught:
+        reader.read_snapshot(complete=True)
+    message = str(caught.value)
+    assert says in message and f"{kube_server.url} (context 'c' of kubeconfig k)" in message
+    assert f"HTTP {status}" in message
+    # Only a refusal points at RBAC.
+    assert ("rbac.yaml" in message) is (status == 403)
+
+
+def test_a_complete_read_of_a_whole_cluster_is_the_same_snapshot(
+    kube_fake: KubeFake, reader: KubeReader
+) -> None:
+    seed(kube_fake, node("n1"), service("web"), kube_proxy_pod("n1"))
+    complete, tolerant = reader.read_snapshot(complete=True), reader.read_snapshot()
+    assert complete.complete and complete.gaps == ()
+    assert (complete.nodes, complete.services, complete.kube_proxy_pods) == (
+        tolerant.nodes,
+        tolerant.services,
+        tolerant.kube_proxy_pods,
+    )
+
+
+def test_an_unreachable_server_gets_no_rbac_hint_a_refusal_does(kube_fake: KubeFake) -> None:
+    with KubeFakeServer(kube_fake) as server:
+        url = server.url
+        api_client = make_api_client(KubeConfig(host=url, retries=0))
+        kube_fake.faults.fail_requests(times=1, status=403, path_contains="/namespaces")
+        with pytest.raises(KubeReadError) as refused:
+            read_kube_system_uid(KubeApi(api_client, KubeConfig(host=url)))
+    with pytest.raises(KubeReadError) as unreachable:
+        read_kube_system_uid(KubeApi(api_client, KubeConfig(host=url)))
+    assert "HTTP 403 Forbidden" in str(refused.value)
+    assert "allow `get namespaces`" in str(refused.value)
+    assert "connection refused" in str(unreachable.value)
+    assert "allow" not in str(unreachable.value) and "rbac" not in str(unreachable.value)
+    assert "or set --cluster-id" in str(unreachable.value)
