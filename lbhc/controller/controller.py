@@ -24,7 +24,7 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
 from lbhc.model.cloud import CloudSnapshot, Firewall
 from lbhc.model.cluster import ClusterSnapshot
-from lbhc.model.plan import Action, Kind, Plan
+from lbhc.model.plan import Action, FindingKind, Kind, Plan
 from lbhc.planner.applied import cloud_after
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.coverage import Coverage
@@ -162,9 +162,9 @@ class Controller:
         for resource, size in self._cache.sizes().items():
             self._metrics.cache_objects.labels(resource).set(size)
         self._observe_fallback(the_plan)
-        for warning in the_plan.warnings:  # the recorder rate-limits repeats
-            if warning.startswith("conflict"):
-                self._event(self._controller_ref, "Conflict", "Skip", warning, "Warning")
+        for finding in the_plan.findings:  # the recorder rate-limits repeats
+            if finding.kind is FindingKind.CONFLICT:
+                self._event(self._controller_ref, "Conflict", "Skip", finding.text, "Warning")
         if the_plan.out_of_scope:
             wrong_scope = ScopeMismatch(the_plan.out_of_scope).message(self._config)
             log.warning("%s", wrong_scope)

@@ -23,6 +23,45 @@ class Kind(StrEnum):
     TARGET_POOL = "TargetPool"
 
 
+class FindingKind(StrEnum):
+    """What a finding is about, for code to act on (Events, metrics); the text is for people
+    and may hold names users chose, so nothing is ever decided by reading it."""
+
+    # A name lbhc needs is held by a resource it does not own, or its rule is on another
+    # network: lbhc leaves it alone and cannot do its job until someone resolves it.
+    CONFLICT = "conflict"
+    # A target pool lbhc will not touch: no Service of this cluster provably owns it.
+    POOL_NOT_CLAIMED = "pool-not-claimed"
+    # A pool carries a check that is not kube-proxy's /healthz (coexist mode leaves it).
+    OTHER_CHECK = "other-check"
+    # A Service's opt-out annotation has a value that is neither true nor false.
+    UNCLEAR_OPT_OUT = "unclear-opt-out"
+    # fallback_policy never: nodes that cannot answer the check keep it anyway.
+    SKEW_TOLERATED = "skew-tolerated"
+    # Something could not be read in full: removals (and maybe additions) wait.
+    INCOMPLETE_VIEW = "incomplete-view"
+    # Services have load balancers, none of them in the configured project and region.
+    OUT_OF_SCOPE = "out-of-scope"
+    # The takeover ledger in lbhc's check description has no room for more pools.
+    LEDGER_FULL = "ledger-full"
+    # A check lbhc replaced is gone, so it cannot be given back.
+    GIVE_BACK_MISSING = "give-back-missing"
+    # No Service needs lbhc's check, but pools outside the view still carry it.
+    GC_WAITING = "gc-waiting"
+    # lbhc's firewall rule could not be read (a Shared VPC host project lbhc may not read).
+    FIREWALL_UNREADABLE = "firewall-unreadable"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: FindingKind
+    subject: str  # what it is about: "TargetPool a1b2...", "Service ns/name"; "" plan-wide
+    text: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind.value, "subject": self.subject, "text": self.text}
+
+
 # Actions that remove something: withheld whenever the view of the world is incomplete.
 DESTRUCTIVE_ACTIONS = frozenset({Action.DELETE, Action.DETACH})
 
@@ -103,7 +142,7 @@ class Plan:
     health_check_name: str
     changes: tuple[Change, ...] = ()
     fallback: Fallback | None = None
-    warnings: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
     # Detaches and deletes the planner wanted but held back because a view was incomplete.
     withheld: tuple[Change, ...] = ()
     # LoadBalancer Services with an ingress IP, none of whose load balancers is in the
@@ -115,6 +154,14 @@ class Plan:
     # The gcloud command that makes lbhc's firewall, when lbhc needs it and may not (or
     # cannot yet tell whether it may) write it itself; "" otherwise.
     firewall_command: str = ""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The findings as people read them."""
+        return tuple(f.text for f in self.findings)
+
+    def count(self, kind: FindingKind) -> int:
+        return sum(1 for f in self.findings if f.kind is kind)
 
     @property
     def has_changes(self) -> bool:
@@ -135,6 +182,7 @@ class Plan:
             "summary": self.summary(),
             "fallback": self.fallback.to_json() if self.fallback else None,
             "warnings": list(self.warnings),
+            "findings": [f.to_json() for f in self.findings],
             "withheld": [c.to_json() for c in self.withheld],
             "outOfScope": self.out_of_scope,
             "firewallCommand": self.firewall_command,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from lbhc.model.cloud import ForwardingRule, TargetPool, parse_description, resource_path
 from lbhc.model.cluster import Service
+from lbhc.model.plan import Finding, FindingKind
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
 from lbhc.planner.services import ineligibility, unclear_opt_out
@@ -46,7 +47,7 @@ def match_pools(
     pools: Mapping[str, TargetPool],
     rules: Mapping[str, ForwardingRule],
     config: PlannerConfig,
-    warnings: list[str],
+    findings: list[Finding],
 ) -> dict[str, PoolClaim]:
     """Pools (by name) that a LoadBalancer Service of this cluster provably owns."""
     found: dict[str, PoolClaim] = {}
@@ -59,7 +60,7 @@ def match_pools(
         rule = rules.get(pool.name)
         reason = ineligibility(service, config)
         if (unclear := unclear_opt_out(service, config)) is not None:
-            warnings.append(unclear)
+            findings.append(Finding(FindingKind.UNCLEAR_OPT_OUT, f"Service {service.key}", unclear))
         confirmed = claims(pool.description, service.key) or (
             rule is not None and claims(rule.description, service.key)
         )
@@ -67,9 +68,13 @@ def match_pools(
             claimed = claimed_service(pool, rule)
             if reason is None:
                 owner = f"claims {claimed}" if claimed else f"has no {SERVICE_NAME_KEY}"
-                warnings.append(
-                    f"target pool {pool.name} is named after Service {service.key} but {owner}; "
-                    "left alone"
+                findings.append(
+                    Finding(
+                        FindingKind.POOL_NOT_CLAIMED,
+                        f"TargetPool {pool.name}",
+                        f"target pool {pool.name} is named after Service {service.key} but "
+                        f"{owner}; left alone",
+                    )
                 )
             continue
         found[pool.name] = PoolClaim(service, pool, reason)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lbhc.model.cluster import ClusterSnapshot, Node
-from lbhc.model.plan import Fallback, NodeVersion
+from lbhc.model.plan import Fallback, Finding, FindingKind, NodeVersion
 from lbhc.planner.capabilities import MIN_HEALTHZ_VERSION, KubeProxyFacts
 from lbhc.planner.config import FallbackPolicy, PlannerConfig, UnknownVersionPolicy
 from lbhc.planner.nodes import can_receive_lb_traffic, is_being_deleted
@@ -34,7 +34,7 @@ def decide_fallback(
     cluster: ClusterSnapshot,
     facts: Mapping[str, KubeProxyFacts],
     config: PlannerConfig,
-    warnings: list[str],
+    findings: list[Finding],
 ) -> Fallback | None:
     blocking = [
         NodeVersion(node.name, facts[node.name].version.display(), facts[node.name].source.value)
@@ -46,9 +46,14 @@ def decide_fallback(
     if not blocking:
         return None
     if config.fallback_policy is FallbackPolicy.NEVER:
-        warnings.append(
-            f"fallback policy is never: the check stays attached although {_listed(blocking)} "
-            "cannot answer it, so their load-balancer traffic goes to other nodes"
+        findings.append(
+            Finding(
+                FindingKind.SKEW_TOLERATED,
+                "",
+                f"fallback policy is never: the check stays attached although "
+                f"{_listed(blocking)} cannot answer it, so their load-balancer traffic goes to "
+                "other nodes",
+            )
         )
         return None
     return Fallback(reason=_reason(blocking), nodes=tuple(blocking))

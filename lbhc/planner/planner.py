@@ -15,7 +15,16 @@ from lbhc.model.cloud import (
     http_health_check_url,
 )
 from lbhc.model.cluster import ClusterSnapshot
-from lbhc.model.plan import DESTRUCTIVE_ACTIONS, Action, Change, FieldChange, Kind, Plan
+from lbhc.model.plan import (
+    DESTRUCTIVE_ACTIONS,
+    Action,
+    Change,
+    FieldChange,
+    Finding,
+    FindingKind,
+    Kind,
+    Plan,
+)
 from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
 from lbhc.planner.coverage import TAKEOVER_REPLACES, Coverage, PoolCoverage, coverage_by_pool
@@ -96,11 +105,11 @@ def plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig) 
 def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig) -> Plan:
     cluster_id, name = shared_name(cluster, config)
     check_url = http_health_check_url(config.project, name)
-    warnings: list[str] = []
+    findings: list[Finding] = []
 
     pools = {pool.name: pool for pool in cloud.target_pools}
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
-    claims = match_pools(cluster.services, pools, rules, config, warnings)
+    claims = match_pools(cluster.services, pools, rules, config, findings)
     coverage = coverage_by_pool(claims, cloud, check_url, cluster.cloud_provider_uid, config)
     check_owned = cloud.health_check is None or is_owned(cloud.health_check.description, cluster_id)
     firewall_owned = cloud.firewall is None or is_owned(cloud.firewall.description, cluster_id)
@@ -112,15 +121,19 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         for name, claim in claims.items()
     )
     facts = facts_by_node(cluster, config) if relevant else {}
-    fallback = decide_fallback(cluster, facts, config, warnings) if relevant else None
+    fallback = decide_fallback(cluster, facts, config, findings) if relevant else None
     if fallback is not None:
         fallback = dataclasses.replace(fallback, others_stay=_covered_by_others(claims, coverage))
     if relevant and not cluster.versions_complete:
-        warnings.append(
-            "nodes or kube-proxy Pods could not be read in full, so version skew cannot be "
-            "ruled out: nothing new is created or attached until they are"
+        findings.append(
+            Finding(
+                FindingKind.INCOMPLETE_VIEW,
+                "",
+                "nodes or kube-proxy Pods could not be read in full, so version skew cannot be "
+                "ruled out: nothing new is created or attached until they are",
+            )
         )
-    _warn_conflicts(name, cluster_id, check_owned, firewall_owned, warnings)
+    _warn_conflicts(name, cluster_id, check_owned, firewall_owned, findings)
 
     context = PoolContext(
         our_url=check_url,
@@ -130,12 +143,12 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         attach_allowed=firewall_owned and cluster.versions_complete,
         withdraw_reason=f"fallback: {fallback.reason}" if fallback else None,
     )
-    pool_plan = plan_pool_changes(cloud.target_pools, claims, coverage, context, warnings)
+    pool_plan = plan_pool_changes(cloud.target_pools, claims, coverage, context, findings)
     wanted = pool_plan.needs_ours
     # A check of our name that is not ours: no pool is touched, but what we own stays.
     pool_changes = list(pool_plan.changes) if check_owned else []
     kept_ledger = ledger_still_needed(ledger, cloud, check_url)
-    new_ledger, refused = fit_ledger(cluster_id, kept_ledger, pool_plan.takeovers, warnings)
+    new_ledger, refused = fit_ledger(cluster_id, kept_ledger, pool_plan.takeovers, findings)
     if refused:
         pool_changes = [c for c in pool_changes if not (c.replaces and c.name in refused)]
 
@@ -154,7 +167,7 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         still_attached=still_attached,
         check_owned=check_owned,
         firewall_owned=firewall_owned,
-        warnings=warnings,
+        findings=findings,
     )
     if not attach_ok:  # give-backs of a recorded check need nothing of ours
         pool_changes = [c for c in pool_changes if c.action is not Action.ATTACH or c.restores]
@@ -165,7 +178,7 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     gaps = cluster.gaps + cloud.gaps
     mismatch = scope_mismatch(cluster, cloud)
     if mismatch is not None:
-        warnings.append(mismatch.message(config))
+        findings.append(Finding(FindingKind.OUT_OF_SCOPE, "", mismatch.message(config)))
         gaps += (f"scope: {mismatch.services} Service(s) not found in the configured scope",)
     out_of_scope = mismatch.services if mismatch else 0
     conflict = not (check_owned and firewall_owned)
@@ -178,15 +191,19 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     # An incomplete view may hide what still uses a resource: nothing is removed from it.
     withheld = tuple(c for c in ordered if gaps and c.action in DESTRUCTIVE_ACTIONS)
     if withheld:
-        warnings.append(
-            f"incomplete view ({'; '.join(gaps)}): {len(withheld)} detach/delete "
-            "change(s) withheld until a complete read"
+        findings.append(
+            Finding(
+                FindingKind.INCOMPLETE_VIEW,
+                "",
+                f"incomplete view ({'; '.join(gaps)}): {len(withheld)} detach/delete "
+                "change(s) withheld until a complete read",
+            )
         )
     return Plan(
         name,
         tuple(c for c in ordered if not (gaps and c.action in DESTRUCTIVE_ACTIONS)),
         fallback,
-        tuple(warnings),
+        tuple(findings),
         withheld,
         out_of_scope=out_of_scope,
         shared_conflict=conflict,
@@ -211,17 +228,25 @@ def _covered_by_others(claims: dict[str, PoolClaim], coverage: dict[str, PoolCov
 
 
 def _warn_conflicts(
-    name: str, cluster_id: str, check_owned: bool, firewall_owned: bool, warnings: list[str]
+    name: str, cluster_id: str, check_owned: bool, firewall_owned: bool, findings: list[Finding]
 ) -> None:
     if not check_owned:
-        warnings.append(
-            f"conflict: HttpHealthCheck {name} exists but is not owned by cluster {cluster_id}; "
-            "lbhc will not modify, attach or delete it"
+        findings.append(
+            Finding(
+                FindingKind.CONFLICT,
+                f"{Kind.HTTP_HEALTH_CHECK} {name}",
+                f"conflict: HttpHealthCheck {name} exists but is not owned by cluster "
+                f"{cluster_id}; lbhc will not modify, attach or delete it",
+            )
         )
     if not firewall_owned:
-        warnings.append(
-            f"conflict: Firewall {name} exists but is not owned by cluster {cluster_id}; "
-            "lbhc will not modify or delete it, and attaches nothing new until it is resolved"
+        findings.append(
+            Finding(
+                FindingKind.CONFLICT,
+                f"{Kind.FIREWALL} {name}",
+                f"conflict: Firewall {name} exists but is not owned by cluster {cluster_id}; "
+                "lbhc will not modify or delete it, and attaches nothing new until it is resolved",
+            )
         )
 
 
@@ -237,7 +262,7 @@ def _plan_shared(
     still_attached: tuple[str, ...],
     check_owned: bool,
     firewall_owned: bool,
-    warnings: list[str],
+    findings: list[Finding],
 ) -> tuple[list[Change], bool]:
     """Changes to the shared check and firewall, firewall first so the check never probes
     through a closed port; and whether new attaches may proceed."""
@@ -259,9 +284,13 @@ def _plan_shared(
         # claims them; the cloud provider deletes those of deleted Services) hold GC back.
         if still_attached and check is not None and check_owned:
             shown = ", ".join(still_attached[:5]) + (" ..." if len(still_attached) > 5 else "")
-            warnings.append(
-                f"no eligible Service remains, but HttpHealthCheck {name} is still attached to "
-                f"target pool(s) {shown}; garbage collection waits until they are gone"
+            findings.append(
+                Finding(
+                    FindingKind.GC_WAITING,
+                    f"{Kind.HTTP_HEALTH_CHECK} {name}",
+                    f"no eligible Service remains, but HttpHealthCheck {name} is still attached "
+                    f"to target pool(s) {shown}; garbage collection waits until they are gone",
+                )
             )
             return changes, False
         if check is not None and check_owned:
@@ -281,11 +310,15 @@ def _plan_shared(
 
     if cloud.firewall_unreadable:
         firewall_ok = False  # it may not exist: a check attached now could fail closed
-        warnings.append(
-            f"Firewall {name} in project {config.firewall_project} could not be read "
-            f"({cloud.firewall_unreadable}); nothing new is attached until lbhc can see it. "
-            "If lbhc may not manage firewalls there (a Shared VPC host project), a network "
-            f"admin runs: {firewall_command(want_firewall, config.firewall_project)}"
+        findings.append(
+            Finding(
+                FindingKind.FIREWALL_UNREADABLE,
+                f"{Kind.FIREWALL} {name}",
+                f"Firewall {name} in project {config.firewall_project} could not be read "
+                f"({cloud.firewall_unreadable}); nothing new is attached until lbhc can see "
+                "it. If lbhc may not manage firewalls there (a Shared VPC host project), a "
+                f"network admin runs: {firewall_command(want_firewall, config.firewall_project)}",
+            )
         )
     elif firewall is None:
         if may_add:
@@ -300,9 +333,13 @@ def _plan_shared(
             )
     elif firewall_owned:
         if not same_network(firewall, want_firewall):
-            warnings.append(
-                f"conflict: Firewall {name} is on network {firewall.network}, expected "
-                f"{want_firewall.network}; fix --network or delete the rule by hand"
+            findings.append(
+                Finding(
+                    FindingKind.CONFLICT,
+                    f"{Kind.FIREWALL} {name}",
+                    f"conflict: Firewall {name} is on network {firewall.network}, expected "
+                    f"{want_firewall.network}; fix --network or delete the rule by hand",
+                )
             )
             firewall_ok = False
         else:

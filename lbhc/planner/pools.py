@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from lbhc.model.cloud import CloudSnapshot, TargetPool, resource_name, resource_path
-from lbhc.model.plan import Action, Change, FieldChange, Kind
+from lbhc.model.plan import Action, Change, FieldChange, Finding, FindingKind, Kind
 from lbhc.planner.claims import PoolClaim, carries
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
 from lbhc.planner.coverage import TAKEOVER_REPLACES, Coverage, PoolCoverage, describe_check
@@ -44,7 +44,7 @@ def plan_pool_changes(
     claims: Mapping[str, PoolClaim],
     coverage: Mapping[str, PoolCoverage],
     ctx: PoolContext,
-    warnings: list[str],
+    findings: list[Finding],
 ) -> PoolPlan:
     """A pool no Service of ours claims is never changed, even if it carries our check: it may
     belong to another cluster that shares our id, or to someone who attached it by hand."""
@@ -55,16 +55,21 @@ def plan_pool_changes(
         claim = claims.get(pool.name)
         if claim is None:
             if carries(pool, ctx.our_url):
-                warnings.append(
-                    f"target pool {pool.name} carries our health check but no Service of this "
-                    "cluster claims it; left alone (is another cluster using the same cluster id?)"
+                findings.append(
+                    Finding(
+                        FindingKind.POOL_NOT_CLAIMED,
+                        f"TargetPool {pool.name}",
+                        f"target pool {pool.name} carries our health check but no Service of "
+                        "this cluster claims it; left alone (is another cluster using the same "
+                        "cluster id?)",
+                    )
                 )
-            elif not pool.health_checks and (url := _give_back_url(pool, ctx, warnings)):
+            elif not pool.health_checks and (url := _give_back_url(pool, ctx, findings)):
                 # lbhc provably emptied it (a takeover cut between remove and add) and its
                 # Service is gone or unprovable: give the check back before the ledger can go.
                 changes.append(give_back_change(pool, url, "its takeover was never finished", ""))
             continue
-        planned, needs = _plan_pool(pool, claim, coverage[pool.name], ctx, warnings)
+        planned, needs = _plan_pool(pool, claim, coverage[pool.name], ctx, findings)
         changes.extend(planned)
         needs_ours = needs_ours or needs
         for change in planned:
@@ -78,13 +83,13 @@ def _plan_pool(
     claim: PoolClaim,
     coverage: PoolCoverage,
     ctx: PoolContext,
-    warnings: list[str],
+    findings: list[Finding],
 ) -> tuple[list[Change], bool]:
     """(changes, whether the pool needs lbhc's check)."""
     eligible = claim.eligible_reason is None
     # A recorded check is a Cluster pool's: never given to a pool whose Service went Local.
     cluster_policy = uses_cluster_traffic_policy(claim.service)
-    give_back = _give_back_url(pool, ctx, warnings) if cluster_policy else ""
+    give_back = _give_back_url(pool, ctx, findings) if cluster_policy else ""
     service = claim.service.key
 
     if carries(pool, ctx.our_url):
@@ -112,10 +117,15 @@ def _plan_pool(
         return [], False
     if not ctx.takeover:
         if coverage.kind is Coverage.OTHER_CHECK:
-            warnings.append(
-                f"target pool {pool.name} (Service {service}) carries {describe_check(coverage)}, "
-                "which does not probe kube-proxy's /healthz, so it does not drain nodes being "
-                "deleted; left alone (health_check_mode: takeover replaces it)"
+            findings.append(
+                Finding(
+                    FindingKind.OTHER_CHECK,
+                    f"TargetPool {pool.name}",
+                    f"target pool {pool.name} (Service {service}) carries "
+                    f"{describe_check(coverage)}, which does not probe kube-proxy's /healthz, so "
+                    "it does not drain nodes being deleted; left alone (health_check_mode: "
+                    "takeover replaces it)",
+                )
             )
         return [], False
     if ctx.withdraw_reason is not None or not ctx.attach_allowed:
@@ -124,17 +134,21 @@ def _plan_pool(
     return [attach_change(pool, ctx.our_url, why, service, replaces=coverage.check_url)], True
 
 
-def _give_back_url(pool: TargetPool, ctx: PoolContext, warnings: list[str]) -> str:
+def _give_back_url(pool: TargetPool, ctx: PoolContext, findings: list[Finding]) -> str:
     """The check lbhc replaced on the pool, or "" when none is recorded or it no longer
     exists (the cloud provider deletes its node check once no pool uses it): then there is
     nothing to give."""
     url = ctx.ledger.recorded_url(pool.name)
     if url and ctx.cloud.check_gone(url):
-        warnings.append(
-            f"target pool {pool.name}: the check lbhc replaced, {resource_name(url)}, "
-            "no longer exists, so it cannot be given back yet (the cloud provider deletes its "
-            "node check when no pool uses it, and makes it again with its next load "
-            "balancer); the record is kept"
+        findings.append(
+            Finding(
+                FindingKind.GIVE_BACK_MISSING,
+                f"TargetPool {pool.name}",
+                f"target pool {pool.name}: the check lbhc replaced, {resource_name(url)}, "
+                "no longer exists, so it cannot be given back yet (the cloud provider deletes "
+                "its node check when no pool uses it, and makes it again with its next load "
+                "balancer); the record is kept",
+            )
         )
         return ""
     return url

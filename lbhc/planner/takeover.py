@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lbhc.model.cloud import CloudSnapshot
+from lbhc.model.plan import Finding, FindingKind
 from lbhc.planner.claims import carries
 from lbhc.planner.ledger import MAX_DESCRIPTION, TakeoverLedger
 from lbhc.planner.shared import ownership_description
@@ -32,7 +33,7 @@ def fit_ledger(
     cluster_id: str,
     ledger: TakeoverLedger,
     takeovers: Mapping[str, str],
-    warnings: list[str],
+    findings: list[Finding],
 ) -> tuple[TakeoverLedger, set[str]]:
     """The ledger with this pass's takeovers recorded, as many as fit in the description;
     (ledger, pools whose takeover must wait). A pool is never taken over unrecorded."""
@@ -44,8 +45,12 @@ def fit_ledger(
         del accepted[max(accepted)]
     refused = set(takeovers) - set(accepted)
     if refused:
-        warnings.append(
-            f"takeover: the ledger in lbhc's check description is full ({len(recorded)} pools "
-            f"recorded); {len(refused)} pool(s) keep their current check"
+        findings.append(
+            Finding(
+                FindingKind.LEDGER_FULL,
+                "",
+                f"takeover: the ledger in lbhc's check description is full ({len(recorded)} "
+                f"pools recorded); {len(refused)} pool(s) keep their current check",
+            )
         )
     return recorded, refused

@@ -6,14 +6,14 @@ its firewall."""
 from __future__ import annotations
 
 from lbhc.model.cloud import CloudSnapshot, resource_name
-from lbhc.model.plan import Action, Change, Kind, Plan
+from lbhc.model.plan import Action, Change, Finding, FindingKind, Kind, Plan
 from lbhc.planner.claims import carries
 from lbhc.planner.pools import detach_change, give_back_change
 from lbhc.planner.shared import is_owned, read_ledger
 
 
 def plan_teardown(cloud: CloudSnapshot, name: str, cluster_id: str, check_url: str) -> Plan:
-    warnings: list[str] = []
+    findings: list[Finding] = []
     check_owned = cloud.health_check is not None and is_owned(
         cloud.health_check.description, cluster_id
     )
@@ -23,16 +23,26 @@ def plan_teardown(cloud: CloudSnapshot, name: str, cluster_id: str, check_url: s
         (Kind.FIREWALL, cloud.firewall, firewall_owned),
     ):
         if resource is not None and not owned:
-            warnings.append(f"{kind} {name} is not lbhc's (cluster {cluster_id}): left alone")
+            findings.append(
+                Finding(
+                    FindingKind.CONFLICT,
+                    f"{kind} {name}",
+                    f"{kind} {name} is not lbhc's (cluster {cluster_id}): left alone",
+                )
+            )
     ledger = read_ledger(cloud.health_check if check_owned else None)
 
     pool_changes: list[Change] = []
     for pool in sorted(cloud.target_pools, key=lambda p: p.name):
         give_back = ledger.recorded_url(pool.name)
         if give_back and cloud.check_gone(give_back):
-            warnings.append(
-                f"target pool {pool.name}: {resource_name(give_back)}, which lbhc replaced, "
-                "no longer exists; the pool is left with no health check"
+            findings.append(
+                Finding(
+                    FindingKind.GIVE_BACK_MISSING,
+                    f"TargetPool {pool.name}",
+                    f"target pool {pool.name}: {resource_name(give_back)}, which lbhc replaced, "
+                    "no longer exists; the pool is left with no health check",
+                )
             )
             give_back = ""
         if check_owned and carries(pool, check_url):
@@ -50,9 +60,13 @@ def plan_teardown(cloud: CloudSnapshot, name: str, cluster_id: str, check_url: s
     if cloud.gaps:
         # Unlisted pools may hold lbhc's check or a give-back the ledger alone remembers:
         # deleting the check (and with it the ledger) must wait for a complete listing.
-        warnings.append(
-            f"incomplete view ({'; '.join(cloud.gaps)}): the check and firewall are kept "
-            "until a complete read; run teardown again"
+        findings.append(
+            Finding(
+                FindingKind.INCOMPLETE_VIEW,
+                "",
+                f"incomplete view ({'; '.join(cloud.gaps)}): the check and firewall are kept "
+                "until a complete read; run teardown again",
+            )
         )
-        return Plan(name, tuple(pool_changes), None, tuple(warnings), tuple(deletes))
-    return Plan(name, tuple(pool_changes + deletes), None, tuple(warnings))
+        return Plan(name, tuple(pool_changes), None, tuple(findings), tuple(deletes))
+    return Plan(name, tuple(pool_changes + deletes), None, tuple(findings))
