@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from lbhc.gce.errors import (
     describe,
@@ -23,10 +23,11 @@ from lbhc.gce.errors import (
     is_not_found_in,
 )
 from lbhc.model.cloud import Firewall, HttpHealthCheck, resource_name
-from lbhc.model.plan import Action, Change, Kind, Plan
+from lbhc.model.plan import Action, Attach, Change, Delete, Detach, Ensure, Kind, Plan
 from lbhc.planner.shared import owner_of, read_ledger
 
 log = logging.getLogger(__name__)
+Step = TypeVar("Step", Ensure, Attach, Detach, Delete)
 
 
 class ComputeWriter(Protocol):
@@ -99,18 +100,18 @@ class Executor:
 
     def apply(self, plan: Plan) -> ApplyResult:
         outcomes: list[Outcome] = []
-        by_phase = _phases(plan.changes)
+        by_phase = Phases.of(plan.changes)
 
         shared_ok = True
-        for change in by_phase["ensure"]:
+        for change in by_phase.ensures:
             outcome = self._run(change, self._ensure)
             outcomes.append(outcome)
             shared_ok = shared_ok and outcome.status is Status.DONE
         # A give-back (a recorded check put back on a pool) needs nothing of lbhc's; every
         # other attach needs the firewall and the check in place, and a takeover needs the
         # ledger entry written by the check's update first.
-        gives_back = [c for c in by_phase["attach"] if c.restores]
-        attaches = [c for c in by_phase["attach"] if not c.restores]
+        gives_back = [c for c in by_phase.attaches if c.restores]
+        attaches = [c for c in by_phase.attaches if not c.restores]
         if shared_ok:
             outcomes.extend(self._concurrently(attaches, self._attach))
         else:
@@ -119,23 +120,23 @@ class Executor:
         given = self._concurrently(gives_back, self._attach)
         outcomes.extend(given)
 
-        detaches = self._concurrently(by_phase["detach"], self._detach)
+        detaches = self._concurrently(by_phase.detaches, self._detach)
         outcomes.extend(detaches)
         # The check's description holds the takeover ledger: it goes only once every check
         # it records is back where it was.
         removable = all(o.status is Status.DONE for o in (*detaches, *given))
-        for change in by_phase["delete"]:  # check first, then firewall
+        for delete in by_phase.deletes:  # check first, then firewall
             if not removable:
-                skipped = Outcome(change, Status.SKIPPED, "waits for an earlier step")
+                skipped = Outcome(delete, Status.SKIPPED, "waits for an earlier step")
                 outcomes.append(self._report(skipped))
                 continue
-            outcome = self._run(change, self._delete)
+            outcome = self._run(delete, self._delete)
             outcomes.append(outcome)
             removable = outcome.status is Status.DONE
         return ApplyResult(tuple(outcomes))
 
     # ---- steps --------------------------------------------------------------------------
-    def _run(self, change: Change, step: Callable[[Change], Outcome]) -> Outcome:
+    def _run(self, change: Step, step: Callable[[Step], Outcome]) -> Outcome:
         if self._stop.is_set():
             return self._report(Outcome(change, Status.SKIPPED, NOT_STARTED))
         try:
@@ -158,16 +159,14 @@ class Executor:
         self._on_outcome(outcome)
         return outcome
 
-    def _concurrently(
-        self, changes: list[Change], step: Callable[[Change], Outcome]
-    ) -> list[Outcome]:
+    def _concurrently(self, changes: list[Step], step: Callable[[Step], Outcome]) -> list[Outcome]:
         if not changes:
             return []
         workers = min(self._max_concurrency, len(changes))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lbhc-pool") as pool:
             return list(pool.map(lambda c: self._run(c, step), changes))
 
-    def _ensure(self, change: Change) -> Outcome:
+    def _ensure(self, change: Ensure) -> Outcome:
         desired = change.desired
         gce = self._gce
         insert: Callable[[], None]
@@ -177,12 +176,10 @@ class Executor:
             insert = lambda: gce.insert_http_health_check(desired)  # noqa: E731
             update = lambda: gce.update_http_health_check(desired)  # noqa: E731
             get = lambda: gce.get_http_health_check(desired.name)  # noqa: E731
-        elif isinstance(desired, Firewall):
+        else:
             insert = lambda: gce.insert_firewall(desired)  # noqa: E731
             update = lambda: gce.update_firewall(desired)  # noqa: E731
             get = lambda: gce.get_firewall(desired.name)  # noqa: E731
-        else:
-            raise ValueError(f"{change.action} {change.kind} {change.name} carries no resource")
         if change.action is Action.CREATE:
             return self._insert(change, insert, get, desired)
         update()
@@ -190,7 +187,7 @@ class Executor:
 
     def _insert(
         self,
-        change: Change,
+        change: Ensure,
         insert: Callable[[], None],
         get: Callable[[], HttpHealthCheck | Firewall | None],
         desired: HttpHealthCheck | Firewall,
@@ -232,7 +229,7 @@ class Executor:
             return Outcome(change, Status.DONE, "already existed")
         return Outcome(change, Status.DONE)
 
-    def _attach(self, change: Change) -> Outcome:
+    def _attach(self, change: Attach) -> Outcome:
         """A pool deleted since the plan was made is skipped, not failed: the Service is gone
         or being re-provisioned, and the next pass sees the new state. The check deleted
         since (by hand) is a failure: the pass is retried soon and recreates it."""
@@ -248,7 +245,7 @@ class Executor:
             raise
         return Outcome(change, Status.DONE)
 
-    def _replace(self, change: Change) -> Outcome:
+    def _replace(self, change: Attach) -> Outcome:
         """A pool holds one check: the foreign one must go first. If ours then cannot be
         added, the foreign one is put back rather than leaving the pool unchecked."""
         self._gce.remove_health_check(change.name, change.replaces)
@@ -259,7 +256,7 @@ class Executor:
             return Outcome(change, Status.FAILED, f"{describe(exc)}; previous check restored")
         return Outcome(change, Status.DONE)
 
-    def _detach(self, change: Change) -> Outcome:
+    def _detach(self, change: Detach) -> Outcome:
         try:
             self._gce.remove_health_check(change.name, change.health_check_url)
         except Exception as exc:
@@ -270,7 +267,7 @@ class Executor:
             return self._give_back_after_detach(change)
         return Outcome(change, Status.DONE)
 
-    def _give_back_after_detach(self, change: Change) -> Outcome:
+    def _give_back_after_detach(self, change: Detach) -> Outcome:
         """Put the recorded check back. If it cannot go on, lbhc's goes back on rather than
         leave the pool unchecked; the ledger keeps the record for the next try."""
         try:
@@ -282,7 +279,7 @@ class Executor:
             return Outcome(change, Status.FAILED, f"{describe(exc)}; lbhc's check put back")
         return Outcome(change, Status.DONE, f"gave back {resource_name(change.restores)}")
 
-    def _delete(self, change: Change) -> Outcome:
+    def _delete(self, change: Delete) -> Outcome:
         delete = (
             self._gce.delete_http_health_check
             if change.kind is Kind.HTTP_HEALTH_CHECK
@@ -302,18 +299,29 @@ class Executor:
         return Outcome(change, Status.DONE)
 
 
-def _phases(changes: Iterable[Change]) -> dict[str, list[Change]]:
-    phases: dict[str, list[Change]] = {"ensure": [], "attach": [], "detach": [], "delete": []}
-    for change in changes:
-        if change.action in (Action.CREATE, Action.UPDATE):
-            phases["ensure"].append(change)
-        elif change.action is Action.ATTACH:
-            phases["attach"].append(change)
-        elif change.action is Action.DETACH:
-            phases["detach"].append(change)
-        else:
-            phases["delete"].append(change)
-    # Firewall before check on the way in; check before firewall on the way out.
-    phases["ensure"].sort(key=lambda c: c.kind is not Kind.FIREWALL)
-    phases["delete"].sort(key=lambda c: c.kind is not Kind.HTTP_HEALTH_CHECK)
-    return phases
+@dataclass(frozen=True)
+class Phases:
+    """A plan's changes by the phase that runs them: firewall before check on the way in,
+    check before firewall on the way out."""
+
+    ensures: list[Ensure]
+    attaches: list[Attach]
+    detaches: list[Detach]
+    deletes: list[Delete]
+
+    @classmethod
+    def of(cls, changes: Iterable[Change]) -> Phases:
+        phases = cls([], [], [], [])
+        for change in changes:
+            match change:
+                case Ensure():
+                    phases.ensures.append(change)
+                case Attach():
+                    phases.attaches.append(change)
+                case Detach():
+                    phases.detaches.append(change)
+                case Delete():
+                    phases.deletes.append(change)
+        phases.ensures.sort(key=lambda c: c.kind is not Kind.FIREWALL)
+        phases.deletes.sort(key=lambda c: c.kind is not Kind.HTTP_HEALTH_CHECK)
+        return phases

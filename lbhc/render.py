@@ -7,7 +7,7 @@ from typing import Any
 
 from lbhc.executor import ApplyResult, Outcome, Status
 from lbhc.model.cloud import resource_name
-from lbhc.model.plan import Action, Change, Plan
+from lbhc.model.plan import Action, Attach, Change, Detach, Plan
 
 _SYMBOL = {
     Action.CREATE: "+",
@@ -26,7 +26,7 @@ def _value(value: Any) -> str:
 def render_change(change: Change) -> list[str]:
     symbol = _SYMBOL[change.action]
     title = f"  {symbol} {change.kind} {change.name}"
-    if change.action in (Action.ATTACH, Action.DETACH):
+    if isinstance(change, Attach | Detach):
         title += f" ({change.action.value} {resource_name(change.health_check_url)})"
     lines = [title, f"      # {change.reason}"]
     width = max((len(k) for k in change.diff), default=0)

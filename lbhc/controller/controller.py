@@ -24,7 +24,7 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
 from lbhc.model.cloud import CloudSnapshot, Firewall
 from lbhc.model.cluster import ClusterSnapshot
-from lbhc.model.plan import Action, FindingKind, Kind, Plan
+from lbhc.model.plan import Action, Ensure, FindingKind, Kind, Plan
 from lbhc.planner.applied import cloud_after
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.coverage import Coverage
@@ -290,10 +290,10 @@ class Controller:
         self._metrics.firewall_change_needed.set(1 if refused else 0)
         if not refused:
             return
-        firewall = refused[0].change.desired
+        change = refused[0].change
         command = (
-            firewall_command(firewall, self._config.firewall_project)
-            if isinstance(firewall, Firewall)
+            firewall_command(change.desired, self._config.firewall_project)
+            if isinstance(change, Ensure) and isinstance(change.desired, Firewall)
             else the_plan.firewall_command
         )
         note = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from lbhc.model.cloud import Firewall, HttpHealthCheck
 
@@ -72,32 +72,96 @@ class FieldChange:
     after: Any
 
 
-@dataclass(frozen=True)
-class Change:
-    """One step. `desired` carries the full resource for create/update; `health_check_url`
-    the check an attach adds or a detach removes; `replaces` the check a takeover attach
-    removes first; `restores` the check a give-back puts on the pool (after a detach removes
-    lbhc's, or alone on a pool left with none), from the takeover ledger."""
+def _change_json(change: Change) -> dict[str, Any]:
+    return {
+        "action": change.action.value,
+        "kind": change.kind.value,
+        "name": change.name,
+        "reason": change.reason,
+        "diff": {k: {"from": v.before, "to": v.after} for k, v in change.diff.items()},
+    }
 
-    action: Action
-    kind: Kind
+
+@dataclass(frozen=True)
+class Ensure:
+    """Create or update lbhc's check or firewall so that it is `desired`."""
+
+    action: Literal[Action.CREATE, Action.UPDATE]
+    desired: HttpHealthCheck | Firewall
+    reason: str
+    diff: dict[str, FieldChange] = field(default_factory=dict)
+    service: ClassVar[str] = ""
+
+    @property
+    def kind(self) -> Kind:
+        if isinstance(self.desired, HttpHealthCheck):
+            return Kind.HTTP_HEALTH_CHECK
+        return Kind.FIREWALL
+
+    @property
+    def name(self) -> str:
+        return self.desired.name
+
+    def to_json(self) -> dict[str, Any]:
+        return _change_json(self)
+
+
+@dataclass(frozen=True)
+class Attach:
+    """Put `health_check_url` on target pool `name`. `replaces`: the check a takeover removes
+    first; `restores`: set on a give-back, where the URL is the recorded check put back on a
+    pool left with none (from the takeover ledger)."""
+
+    name: str
+    health_check_url: str
+    reason: str
+    diff: dict[str, FieldChange] = field(default_factory=dict)
+    replaces: str = ""
+    restores: str = ""
+    service: str = ""  # ns/name of the Service owning the pool (for Events)
+    action: ClassVar[Action] = Action.ATTACH
+    kind: ClassVar[Kind] = Kind.TARGET_POOL
+
+    def to_json(self) -> dict[str, Any]:
+        return _change_json(self)
+
+
+@dataclass(frozen=True)
+class Detach:
+    """Take `health_check_url` off target pool `name`, then put `restores` (the check lbhc
+    replaced, from the takeover ledger) back on, if set."""
+
+    name: str
+    health_check_url: str
+    reason: str
+    diff: dict[str, FieldChange] = field(default_factory=dict)
+    restores: str = ""
+    service: str = ""
+    action: ClassVar[Action] = Action.DETACH
+    kind: ClassVar[Kind] = Kind.TARGET_POOL
+
+    def to_json(self) -> dict[str, Any]:
+        return _change_json(self)
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Delete lbhc's check or firewall `name`."""
+
+    kind: Literal[Kind.HTTP_HEALTH_CHECK, Kind.FIREWALL]
     name: str
     reason: str
     diff: dict[str, FieldChange] = field(default_factory=dict)
-    desired: HttpHealthCheck | Firewall | None = None
-    health_check_url: str = ""
-    replaces: str = ""
-    restores: str = ""
-    service: str = ""  # ns/name of the Service owning a target pool (for Events)
+    service: ClassVar[str] = ""
+    action: ClassVar[Action] = Action.DELETE
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "action": self.action.value,
-            "kind": self.kind.value,
-            "name": self.name,
-            "reason": self.reason,
-            "diff": {k: {"from": v.before, "to": v.after} for k, v in self.diff.items()},
-        }
+        return _change_json(self)
+
+
+# One step of a plan: each variant has exactly the fields its action needs.
+Change = Ensure | Attach | Detach | Delete
+PoolChange = Attach | Detach
 
 
 @dataclass(frozen=True)

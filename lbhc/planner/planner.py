@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from lbhc.model.cloud import (
     CloudSnapshot,
     Firewall,
+    HttpHealthCheck,
     firewall_to_json,
     health_check_to_json,
     http_health_check_url,
@@ -18,7 +19,10 @@ from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import (
     DESTRUCTIVE_ACTIONS,
     Action,
+    Attach,
     Change,
+    Delete,
+    Ensure,
     FieldChange,
     Finding,
     FindingKind,
@@ -150,7 +154,11 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     kept_ledger = ledger_still_needed(ledger, cloud, check_url)
     new_ledger, refused = fit_ledger(cluster_id, kept_ledger, pool_plan.takeovers, findings)
     if refused:
-        pool_changes = [c for c in pool_changes if not (c.replaces and c.name in refused)]
+        pool_changes = [
+            c
+            for c in pool_changes
+            if not (isinstance(c, Attach) and c.replaces and c.name in refused)
+        ]
 
     detaching = {c.name for c in pool_changes if c.action is Action.DETACH}
     still_attached = tuple(
@@ -170,7 +178,7 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         findings=findings,
     )
     if not attach_ok:  # give-backs of a recorded check need nothing of ours
-        pool_changes = [c for c in pool_changes if c.action is not Action.ATTACH or c.restores]
+        pool_changes = [c for c in pool_changes if not isinstance(c, Attach) or c.restores]
 
     creates = [c for c in shared_changes if c.action in (Action.CREATE, Action.UPDATE)]
     deletes = [c for c in shared_changes if c.action is Action.DELETE]
@@ -294,13 +302,10 @@ def _plan_shared(
             )
             return changes, False
         if check is not None and check_owned:
-            changes.append(
-                Change(Action.DELETE, Kind.HTTP_HEALTH_CHECK, name, "no eligible Service remains")
-            )
+            changes.append(Delete(Kind.HTTP_HEALTH_CHECK, name, "no eligible Service remains"))
         if firewall is not None and firewall_owned and not cloud.firewall_unreadable:
             changes.append(
-                Change(
-                    Action.DELETE,
+                Delete(
                     Kind.FIREWALL,
                     name,
                     "no eligible Service remains; deleted after the health check",
@@ -324,8 +329,6 @@ def _plan_shared(
         if may_add:
             changes.append(
                 _create(
-                    Kind.FIREWALL,
-                    name,
                     firewall_to_json(want_firewall),
                     want_firewall,
                     f"lets Google's health checkers reach kube-proxy on tcp:{config.port}",
@@ -349,8 +352,6 @@ def _plan_shared(
         if may_add:
             changes.append(
                 _create(
-                    Kind.HTTP_HEALTH_CHECK,
-                    name,
                     health_check_to_json(want_check),
                     want_check,
                     f"shared kube-proxy {config.request_path} check "
@@ -361,13 +362,11 @@ def _plan_shared(
         merged_check = reconcile_health_check(check, want_check, config.raise_only_timings)
         if merged_check.diff:
             changes.append(
-                Change(
+                Ensure(
                     Action.UPDATE,
-                    Kind.HTTP_HEALTH_CHECK,
-                    name,
+                    merged_check.resource,
                     "drifted from the desired check",
                     merged_check.diff,
-                    merged_check.resource,
                 )
             )
     return changes, firewall_ok
@@ -377,9 +376,9 @@ def _firewall_repair(actual: Firewall, desired: Firewall, reason: str) -> list[C
     merged = reconcile_firewall(actual, desired)
     if not merged.diff:
         return []
-    return [Change(Action.UPDATE, Kind.FIREWALL, actual.name, reason, merged.diff, merged.resource)]
+    return [Ensure(Action.UPDATE, merged.resource, reason, merged.diff)]
 
 
-def _create(kind: Kind, name: str, body: dict[str, object], desired: object, reason: str) -> Change:
+def _create(body: dict[str, object], desired: HttpHealthCheck | Firewall, reason: str) -> Ensure:
     diff = {key: FieldChange(None, value) for key, value in body.items() if key != "name"}
-    return Change(Action.CREATE, kind, name, reason, diff, desired)  # type: ignore[arg-type]
+    return Ensure(Action.CREATE, desired, reason, diff)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from lbhc.model.cloud import CloudSnapshot, TargetPool, resource_name, resource_path
-from lbhc.model.plan import Action, Change, FieldChange, Finding, FindingKind, Kind
+from lbhc.model.plan import Attach, Detach, FieldChange, Finding, FindingKind, PoolChange
 from lbhc.planner.claims import PoolClaim, carries
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
 from lbhc.planner.coverage import TAKEOVER_REPLACES, Coverage, PoolCoverage, describe_check
@@ -32,7 +32,7 @@ class PoolContext:
 
 @dataclass(frozen=True)
 class PoolPlan:
-    changes: tuple[Change, ...]
+    changes: tuple[PoolChange, ...]
     # Pool -> URL of the check a takeover attach replaces: recorded in the ledger first.
     takeovers: Mapping[str, str]
     # Some eligible pool carries lbhc's check or should: the shared check and firewall stay.
@@ -48,7 +48,7 @@ def plan_pool_changes(
 ) -> PoolPlan:
     """A pool no Service of ours claims is never changed, even if it carries our check: it may
     belong to another cluster that shares our id, or to someone who attached it by hand."""
-    changes: list[Change] = []
+    changes: list[PoolChange] = []
     takeovers: dict[str, str] = {}
     needs_ours = False
     for pool in sorted(pools, key=lambda p: p.name):
@@ -73,7 +73,7 @@ def plan_pool_changes(
         changes.extend(planned)
         needs_ours = needs_ours or needs
         for change in planned:
-            if change.replaces:
+            if isinstance(change, Attach) and change.replaces:
                 takeovers[pool.name] = change.replaces
     return PoolPlan(tuple(changes), takeovers, needs_ours)
 
@@ -84,7 +84,7 @@ def _plan_pool(
     coverage: PoolCoverage,
     ctx: PoolContext,
     findings: list[Finding],
-) -> tuple[list[Change], bool]:
+) -> tuple[list[PoolChange], bool]:
     """(changes, whether the pool needs lbhc's check)."""
     eligible = claim.eligible_reason is None
     # A recorded check is a Cluster pool's: never given to a pool whose Service went Local.
@@ -159,21 +159,12 @@ def _give_back_url(pool: TargetPool, ctx: PoolContext, findings: list[Finding]) 
 
 def attach_change(
     pool: TargetPool, url: str, reason: str, service: str, *, replaces: str = ""
-) -> Change:
+) -> Attach:
     diff = {"healthChecks": FieldChange(list(pool.health_checks), [url])}
-    return Change(
-        Action.ATTACH,
-        Kind.TARGET_POOL,
-        pool.name,
-        reason,
-        diff,
-        health_check_url=url,
-        replaces=replaces,
-        service=service,
-    )
+    return Attach(pool.name, url, reason, diff, replaces=replaces, service=service)
 
 
-def give_back_change(pool: TargetPool, url: str, reason: str, service: str) -> Change:
+def give_back_change(pool: TargetPool, url: str, reason: str, service: str) -> Attach:
     """Puts a recorded check back on a pool left with none."""
     change = attach_change(pool, url, f"giving back {resource_name(url)}: {reason}", service)
     return dataclasses.replace(change, restores=url)
@@ -181,20 +172,11 @@ def give_back_change(pool: TargetPool, url: str, reason: str, service: str) -> C
 
 def detach_change(
     pool: TargetPool, url: str, reason: str, service: str, give_back: str = ""
-) -> Change:
+) -> Detach:
     """Takes `url` off the pool and, with `give_back`, puts the recorded check back on."""
     remaining = [u for u in pool.health_checks if resource_path(u) != resource_path(url)]
     if give_back:
         remaining.append(give_back)
         reason = f"{reason}; giving back {resource_name(give_back)}"
     diff = {"healthChecks": FieldChange(list(pool.health_checks), remaining)}
-    return Change(
-        Action.DETACH,
-        Kind.TARGET_POOL,
-        pool.name,
-        reason,
-        diff,
-        health_check_url=url,
-        restores=give_back,
-        service=service,
-    )
+    return Detach(pool.name, url, reason, diff, restores=give_back, service=service)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from lbhc.model.cloud import (
     Firewall,
@@ -112,7 +113,7 @@ def reconcile_health_check(
     """Port, path, host and description are always ours to set. Timings follow the config,
     or in raise-only mode keep any value a user raised by hand (upstream's merge, from
     kubernetes#70099: a check made too frequent overloaded nodes)."""
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     diff: dict[str, FieldChange] = {}
     for attr, api_name in _ALWAYS_CORRECTED + _TIMINGS:
         want = getattr(desired, attr)
@@ -122,7 +123,8 @@ def reconcile_health_check(
         values[attr] = want
         if want != have:
             diff[api_name] = FieldChange(have, want)
-    merged = HttpHealthCheck(name=actual.name, self_link=actual.self_link, **values)  # type: ignore[arg-type]
+    # The desired check with the merged values, under the actual check's name and link.
+    merged = dataclasses.replace(desired, name=actual.name, self_link=actual.self_link, **values)
     return Reconciled(merged, diff)
 
 

@@ -6,7 +6,7 @@ its firewall."""
 from __future__ import annotations
 
 from lbhc.model.cloud import CloudSnapshot, resource_name
-from lbhc.model.plan import Action, Change, Finding, FindingKind, Kind, Plan
+from lbhc.model.plan import Change, Delete, Finding, FindingKind, Kind, Plan
 from lbhc.planner.claims import carries
 from lbhc.planner.pools import detach_change, give_back_change
 from lbhc.planner.shared import is_owned, read_ledger
@@ -52,11 +52,9 @@ def plan_teardown(cloud: CloudSnapshot, name: str, cluster_id: str, check_url: s
 
     deletes: list[Change] = []
     if check_owned:
-        deletes.append(Change(Action.DELETE, Kind.HTTP_HEALTH_CHECK, name, "teardown"))
+        deletes.append(Delete(Kind.HTTP_HEALTH_CHECK, name, "teardown"))
     if firewall_owned:
-        deletes.append(
-            Change(Action.DELETE, Kind.FIREWALL, name, "teardown; deleted after the check")
-        )
+        deletes.append(Delete(Kind.FIREWALL, name, "teardown; deleted after the check"))
     if cloud.gaps:
         # Unlisted pools may hold lbhc's check or a give-back the ledger alone remembers:
         # deleting the check (and with it the ledger) must wait for a complete listing.

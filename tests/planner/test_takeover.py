@@ -11,7 +11,7 @@ import pytest
 
 from lbhc.model.cloud import CloudSnapshot, HttpHealthCheck, resource_name, resource_path
 from lbhc.model.cluster import ClusterSnapshot
-from lbhc.model.plan import Action, Kind, Plan
+from lbhc.model.plan import Action, Attach, Kind, Plan
 from lbhc.planner.applied import cloud_after
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
 from lbhc.planner.ledger import MAX_DESCRIPTION, TakeoverLedger
@@ -184,7 +184,7 @@ def test_takeovers_beyond_the_ledgers_room_wait_and_are_reported() -> None:
     world = cp_world(*services)
     result = plan(snapshot, world, TAKEOVER)
     create = next(c for c in result.changes if c.kind is Kind.HTTP_HEALTH_CHECK)
-    takeovers = [c for c in result.changes if c.replaces]
+    takeovers = [c for c in result.changes if isinstance(c, Attach) and c.replaces]
     assert create.desired is not None and len(create.desired.description) <= MAX_DESCRIPTION
     assert 150 < len(takeovers) < 400
     assert len(read_ledger(create.desired)) == len(takeovers)  # nothing unrecorded
