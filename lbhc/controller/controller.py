@@ -17,23 +17,21 @@ from lbhc.controller.cache import ClusterCache
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
 from lbhc.controller.lb_sampler import FailOpenWatch
 from lbhc.controller.metrics import Metrics
+from lbhc.controller.pass_report import PassReporter
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
-from lbhc.executor import ApplyResult, Executor, Status
+from lbhc.executor import Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe
-from lbhc.model.cloud import CloudSnapshot, Firewall
+from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.cluster import ClusterSnapshot
-from lbhc.model.plan import Action, Ensure, FindingKind, Kind, Plan
+from lbhc.model.plan import Plan
 from lbhc.planner.applied import cloud_after
 from lbhc.planner.config import PlannerConfig
-from lbhc.planner.coverage import Coverage
 from lbhc.planner.kube_proxy import nodes_to_probe
 from lbhc.planner.planner import plan as make_plan
 from lbhc.planner.planner import shared_name_for
-from lbhc.planner.scope import ScopeMismatch
-from lbhc.planner.shared import firewall_command
-from lbhc.planner.status import LbhcCheckState, StatusReport, assess
+from lbhc.planner.status import StatusReport, assess
 from lbhc.probe.prober import NodeProber
 
 log = logging.getLogger(__name__)
@@ -96,7 +94,7 @@ class Controller:
         self.last_plan: Plan | None = None
         self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
-        self._in_fallback = False
+        self._pass_report = PassReporter(config, metrics, self._record, controller_ref)
         self.passes = 0
 
     # ---- the loop -----------------------------------------------------------------------
@@ -158,24 +156,15 @@ class Controller:
         the_plan = make_plan(cluster, cloud, self._config)
         self.last_plan = the_plan
         self.passes += 1
-        self._metrics.withheld.set(len(the_plan.withheld))
         for resource, size in self._cache.sizes().items():
             self._metrics.cache_objects.labels(resource).set(size)
-        self._observe_fallback(the_plan)
-        for finding in the_plan.findings:  # the recorder rate-limits repeats
-            if finding.kind is FindingKind.CONFLICT:
-                self._event(self._controller_ref, "Conflict", "Skip", finding.text, "Warning")
-        if the_plan.out_of_scope:
-            wrong_scope = ScopeMismatch(the_plan.out_of_scope).message(self._config)
-            log.warning("%s", wrong_scope)
-            self._event(self._controller_ref, "OutOfScope", "Skip", wrong_scope, "Warning")
+        self._pass_report.planned(the_plan)
         if self._options.dry_run:
             _log_dry_run(the_plan)
             result = None
         else:
             result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
-            self._report(result)
-            self._firewall_forbidden(result, the_plan)
+            self._pass_report.applied(result, the_plan)
         # Judged from the cloud as this pass left it: its own attaches count at once.
         done = [o.change for o in result.outcomes if o.status is Status.DONE] if result else []
         judged = cloud_after(cloud, done)
@@ -201,7 +190,7 @@ class Controller:
         try:
             report = assess(cluster, cloud, self._config, the_plan)
             self.last_report = report
-            self._count_pools(report, the_plan)
+            self._pass_report.assessed(report, the_plan)
             self._reporter.observe(report)
             self._fail_open.observe(cluster, cloud, report)
             if self._enforcer is None or self._options.dry_run:
@@ -236,132 +225,6 @@ class Controller:
             gaps=(*cluster.gaps, f"kube-proxy probe pending on {pending} node(s)"),
             versions_complete=False,
         )
-
-    def _count_pools(self, report: StatusReport, the_plan: Plan) -> None:
-        """From coverage kinds, never from warning text (which holds user-chosen names):
-        pools carrying a check that is not kube-proxy's, and pools that need lbhc's check
-        while a resource not lbhc's holds its check's or firewall's name."""
-        self._metrics.pools.labels("attached").set(report.lbhc_pools)
-        blocked = {Coverage.OTHER_CHECK} | ({Coverage.NONE} if the_plan.shared_conflict else set())
-        conflicting = sum(
-            1
-            for s in report.services
-            if s.coverage in blocked and s.lbhc is LbhcCheckState.NOT_ATTACHED
-        )
-        self._metrics.pools.labels("conflicting").set(conflicting)
-
-    # ---- what the pass tells the cluster ------------------------------------------------
-    def _observe_fallback(self, the_plan: Plan) -> None:
-        active = the_plan.fallback is not None
-        self._metrics.fallback.set(1 if active else 0)
-        if active == self._in_fallback:
-            return
-        self._in_fallback = active
-        if the_plan.fallback is not None:
-            self._event(
-                self._controller_ref,
-                "FallbackEntered",
-                "Fallback",
-                f"{the_plan.fallback.reason}: {the_plan.fallback.effect}",
-                "Warning",
-            )
-            for node in the_plan.fallback.nodes:
-                self._event(
-                    ObjectRef("Node", node.node),
-                    "KubeProxyTooOld",
-                    "Fallback",
-                    f"kube-proxy {node.version} (from {node.source}) cannot serve "
-                    f"/healthz: {the_plan.fallback.effect}",
-                    "Warning",
-                )
-        else:
-            self._event(
-                self._controller_ref,
-                "FallbackLeft",
-                "Fallback",
-                "every node's kube-proxy serves /healthz again",
-            )
-
-    def _firewall_forbidden(self, result: ApplyResult, the_plan: Plan) -> None:
-        """The firewall may not be written (Shared VPC): attaches waited for it, so say on
-        each Service that waits what a network admin must run, as the cloud provider's
-        FirewallChangeNeeded Event does."""
-        refused = [o for o in result.outcomes if o.forbidden and o.change.kind is Kind.FIREWALL]
-        self._metrics.firewall_change_needed.set(1 if refused else 0)
-        if not refused:
-            return
-        change = refused[0].change
-        command = (
-            firewall_command(change.desired, self._config.firewall_project)
-            if isinstance(change, Ensure) and isinstance(change.desired, Firewall)
-            else the_plan.firewall_command
-        )
-        note = (
-            f"lbhc may not write Firewall {refused[0].change.name} in project "
-            f"{self._config.firewall_project} ({refused[0].detail}); a network admin runs: "
-            f"{command}"
-        )
-        log.warning("%s", note)
-        waiting = {
-            o.change.service
-            for o in result.outcomes
-            if o.change.action is Action.ATTACH and o.status is Status.SKIPPED and o.change.service
-        }
-        for service in sorted(waiting) or [""]:
-            namespace, _, name = service.partition("/")
-            ref = ObjectRef("Service", name, namespace) if service else self._controller_ref
-            self._event(ref, "FirewallChangeNeeded", "Firewall", note, "Warning")
-
-    def _report(self, result: ApplyResult) -> None:
-        blocked = [o for o in result.outcomes if o.blocked]
-        self._metrics.gc_blocked.set(1 if blocked else 0)
-        for outcome in blocked:  # the recorder rate-limits the repeats of every resync
-            self._event(
-                self._controller_ref,
-                "GarbageCollectionBlocked",
-                "Delete",
-                f"{outcome.change.kind} {outcome.change.name} is no longer needed but cannot "
-                f"be deleted ({outcome.detail}): something outside lbhc's view uses it, such "
-                "as a pool in another region or cluster; lbhc retries at every resync",
-                "Warning",
-            )
-        for outcome in result.outcomes:
-            change = outcome.change
-            if change.kind is Kind.TARGET_POOL:
-                self._metrics.pool_changes.labels(change.action.value, outcome.status.value).inc()
-            if outcome.status is not Status.DONE:
-                continue
-            if change.kind is Kind.TARGET_POOL and change.service:
-                namespace, _, svc = change.service.partition("/")
-                ref = ObjectRef("Service", svc, namespace)
-                if change.action is Action.ATTACH:
-                    self._event(
-                        ref,
-                        "HealthCheckAttached",
-                        "Attach",
-                        f"target pool {change.name}: {change.reason}",
-                    )
-                else:
-                    self._event(
-                        ref,
-                        "HealthCheckDetached",
-                        "Detach",
-                        f"target pool {change.name}: {change.reason}",
-                    )
-            elif change.action is Action.UPDATE:
-                fields = ", ".join(change.diff)
-                self._event(
-                    self._controller_ref,
-                    "Repaired",
-                    "Update",
-                    f"{change.kind} {change.name} drifted ({fields}); restored",
-                    "Warning",
-                )
-
-    def _event(
-        self, ref: ObjectRef, reason: str, action: str, note: str, type_: str = "Normal"
-    ) -> None:
-        self._record(EventSpec(ref, reason, action, note, type_))
 
     def _record(self, spec: EventSpec) -> None:
         if self._recorder is not None:
