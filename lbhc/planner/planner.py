@@ -9,10 +9,6 @@ from contextlib import contextmanager
 
 from lbhc.model.cloud import (
     CloudSnapshot,
-    Firewall,
-    HttpHealthCheck,
-    firewall_to_json,
-    health_check_to_json,
     http_health_check_url,
 )
 from lbhc.model.cluster import ClusterSnapshot
@@ -20,10 +16,6 @@ from lbhc.model.plan import (
     DESTRUCTIVE_ACTIONS,
     Action,
     Attach,
-    Change,
-    Delete,
-    Ensure,
-    FieldChange,
     Finding,
     FindingKind,
     Kind,
@@ -40,14 +32,11 @@ from lbhc.planner.pools import PoolContext, plan_pool_changes
 from lbhc.planner.scope import scope_mismatch
 from lbhc.planner.shared import (
     desired_firewall,
-    desired_health_check,
     firewall_command,
     is_owned,
     read_ledger,
-    reconcile_firewall,
-    reconcile_health_check,
-    same_network,
 )
+from lbhc.planner.shared_pair import SharedPair, plan_shared
 from lbhc.planner.takeover import fit_ledger, ledger_still_needed
 
 
@@ -164,19 +153,23 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     still_attached = tuple(
         p.name for p in cloud.target_pools if carries(p, check_url) and p.name not in detaching
     )
-    shared_changes, attach_ok = _plan_shared(
+    pair = SharedPair.of(
         cluster_id,
         name,
         cloud,
         config,
         new_ledger,
+        check_owned=check_owned,
+        firewall_owned=firewall_owned,
+    )
+    shared = plan_shared(
+        pair,
         wanted=wanted,
         may_add=fallback is None and cluster.versions_complete,
         still_attached=still_attached,
-        check_owned=check_owned,
-        firewall_owned=firewall_owned,
-        findings=findings,
     )
+    findings.extend(shared.findings)
+    shared_changes, attach_ok = list(shared.changes), shared.attach_ok
     if not attach_ok:  # give-backs of a recorded check need nothing of ours
         pool_changes = [c for c in pool_changes if not isinstance(c, Attach) or c.restores]
 
@@ -256,129 +249,3 @@ def _warn_conflicts(
                 "lbhc will not modify or delete it, and attaches nothing new until it is resolved",
             )
         )
-
-
-def _plan_shared(
-    cluster_id: str,
-    name: str,
-    cloud: CloudSnapshot,
-    config: PlannerConfig,
-    ledger: TakeoverLedger,
-    *,
-    wanted: bool,
-    may_add: bool,
-    still_attached: tuple[str, ...],
-    check_owned: bool,
-    firewall_owned: bool,
-    findings: list[Finding],
-) -> tuple[list[Change], bool]:
-    """Changes to the shared check and firewall, firewall first so the check never probes
-    through a closed port; and whether new attaches may proceed."""
-    changes: list[Change] = []
-    check, firewall = cloud.health_check, cloud.firewall
-    want_check = desired_health_check(name, cluster_id, config, ledger)
-    want_firewall = desired_firewall(name, cluster_id, config)
-    firewall_ok = firewall_owned and check_owned
-
-    if not wanted:
-        # A rule of ours someone widened is narrowed even while it awaits deletion: the
-        # delete may be withheld (a partial view) or held back (below) for a long time.
-        if firewall is not None and firewall_owned and same_network(firewall, want_firewall):
-            changes += _firewall_repair(
-                firewall, want_firewall, "drifted from the desired rule; restored until deleted"
-            )
-        # GC: the check goes first; a firewall deleted while the check lives would make
-        # every node fail it (ingress-gce#1625). Pools we may not detach (no Service of ours
-        # claims them; the cloud provider deletes those of deleted Services) hold GC back.
-        if still_attached and check is not None and check_owned:
-            shown = ", ".join(still_attached[:5]) + (" ..." if len(still_attached) > 5 else "")
-            findings.append(
-                Finding(
-                    FindingKind.GC_WAITING,
-                    f"{Kind.HTTP_HEALTH_CHECK} {name}",
-                    f"no eligible Service remains, but HttpHealthCheck {name} is still attached "
-                    f"to target pool(s) {shown}; garbage collection waits until they are gone",
-                )
-            )
-            return changes, False
-        if check is not None and check_owned:
-            changes.append(Delete(Kind.HTTP_HEALTH_CHECK, name, "no eligible Service remains"))
-        if firewall is not None and firewall_owned and not cloud.firewall_unreadable:
-            changes.append(
-                Delete(
-                    Kind.FIREWALL,
-                    name,
-                    "no eligible Service remains; deleted after the health check",
-                )
-            )
-        return changes, False
-
-    if cloud.firewall_unreadable:
-        firewall_ok = False  # it may not exist: a check attached now could fail closed
-        findings.append(
-            Finding(
-                FindingKind.FIREWALL_UNREADABLE,
-                f"{Kind.FIREWALL} {name}",
-                f"Firewall {name} in project {config.firewall_project} could not be read "
-                f"({cloud.firewall_unreadable}); nothing new is attached until lbhc can see "
-                "it. If lbhc may not manage firewalls there (a Shared VPC host project), a "
-                f"network admin runs: {firewall_command(want_firewall, config.firewall_project)}",
-            )
-        )
-    elif firewall is None:
-        if may_add:
-            changes.append(
-                _create(
-                    firewall_to_json(want_firewall),
-                    want_firewall,
-                    f"lets Google's health checkers reach kube-proxy on tcp:{config.port}",
-                )
-            )
-    elif firewall_owned:
-        if not same_network(firewall, want_firewall):
-            findings.append(
-                Finding(
-                    FindingKind.CONFLICT,
-                    f"{Kind.FIREWALL} {name}",
-                    f"conflict: Firewall {name} is on network {firewall.network}, expected "
-                    f"{want_firewall.network}; fix --network or delete the rule by hand",
-                )
-            )
-            firewall_ok = False
-        else:
-            changes += _firewall_repair(firewall, want_firewall, "drifted from the desired rule")
-
-    if check is None:
-        if may_add:
-            changes.append(
-                _create(
-                    health_check_to_json(want_check),
-                    want_check,
-                    f"shared kube-proxy {config.request_path} check "
-                    "for externalTrafficPolicy=Cluster pools",
-                )
-            )
-    elif check_owned:
-        merged_check = reconcile_health_check(check, want_check, config.raise_only_timings)
-        if merged_check.diff:
-            changes.append(
-                Ensure(
-                    Action.UPDATE,
-                    merged_check.resource,
-                    "drifted from the desired check",
-                    merged_check.diff,
-                )
-            )
-    return changes, firewall_ok
-
-
-def _firewall_repair(actual: Firewall, desired: Firewall, reason: str) -> list[Change]:
-    merged = reconcile_firewall(actual, desired)
-    if not merged.diff:
-        return []
-    return [Ensure(Action.UPDATE, merged.resource, reason, merged.diff)]
-
-
-def _create(body: dict[str, object], desired: HttpHealthCheck | Firewall, reason: str) -> Ensure:
-    diff = {key: FieldChange(None, value) for key, value in body.items() if key != "name"}
-    return Ensure(Action.CREATE, desired, reason, diff)
