@@ -43,9 +43,22 @@ def _status(args: argparse.Namespace) -> int:
     seen: dict[str, str] = {}
     failing_since: float | None = None
     while True:
-        cluster = read_cluster(args, settings)
-        report = _assess(cluster, gce, settings)
-        lb_health = lb_health_by_node(cluster, report, gce, settings) if args.lb_health else {}
+        try:
+            cluster = read_cluster(args, settings)
+            report = _assess(cluster, gce, settings)
+            lb_health = lb_health_by_node(cluster, report, gce, settings) if args.lb_health else {}
+        except Exception as exc:
+            if not args.watch or not _passing(exc):
+                raise
+            # A watch outlives a read that failed (the API server restarting): it says so in
+            # one line, shows no status from it, and tries again.
+            from lbhc.errors import user_message
+
+            why = user_message(exc) or f"{type(exc).__name__}: {exc}"
+            print(f"lbhc: error: {why} (watching: next try in {args.watch:g} s)", file=sys.stderr)
+            sys.stderr.flush()
+            time.sleep(args.watch)
+            continue
         now = time.time()
         track_unhealthy(lb_health, seen, first_unhealthy, now)
         failing = fail_open(report, lb_health)
@@ -67,13 +80,27 @@ def _status(args: argparse.Namespace) -> int:
         time.sleep(args.watch)
 
 
+def _passing(exc: BaseException) -> bool:
+    """A failure to read that may pass by itself (something down or refused), as opposed to
+    one the user must fix (a setting, a file) that no retry mends."""
+    from google.api_core import exceptions as core
+
+    from lbhc.errors import RunFailure
+    from lbhc.kube.client import KubeReadError
+    from lbhc.settings import SettingsError
+
+    if isinstance(exc, SettingsError):
+        return False
+    return isinstance(exc, KubeReadError | RunFailure | core.GoogleAPICallError | OSError)
+
+
 def _assess(cluster: ClusterSnapshot, gce: GceClient, settings: Settings) -> StatusReport:
     from lbhc.planner.planner import plan, shared_name
     from lbhc.planner.status import assess
 
     config = settings.planner_config()
     _, name = shared_name(cluster, config)
-    cloud = gce.read_snapshot(name)
+    cloud = gce.read_snapshot(name, complete=True)
     return assess(cluster, cloud, config, plan(cluster, cloud, config))
 
 

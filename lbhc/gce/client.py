@@ -29,6 +29,7 @@ from lbhc.gce.config import GceClientConfig, make_credentials
 from lbhc.gce.errors import (
     GceAccessDenied,
     GceNotCompute,
+    GceReadError,
     GceScopeError,
     GceUnreachable,
     NotLeader,
@@ -93,10 +94,11 @@ class GceClient:
         self._observe = observer or (lambda call, result: None)
         creds = credentials if credentials is not None else make_credentials(config.endpoint)
         self._credentials = creds
-        # Whether the endpoint has ever answered (any HTTP status), and whether any call has
-        # succeeded: until then a failure says more about the settings than about the moment.
+        # Whether the endpoint has ever answered (any HTTP status), and whether the API has
+        # ever accepted lbhc's credentials (any answer but 401 or 403, a 404 included): until
+        # then a failure says more about the settings than about the moment.
         self._answered = False
-        self._succeeded = False
+        self._authorized = False
         options = {"api_endpoint": config.endpoint}
         self._compute = compute_v1
         self._firewalls = compute_v1.FirewallsClient(credentials=creds, client_options=options)
@@ -130,8 +132,9 @@ class GceClient:
                 self._observe(what, result_label(exc))
                 if isinstance(exc, core.GoogleAPICallError):
                     self._answered = True
+                    self._authorized = self._authorized or status_of(exc) not in (401, 403)
                 raise
-            self._answered = self._succeeded = True
+            self._answered = self._authorized = True
             self._observe(what, "ok")
             return result
 
@@ -215,8 +218,8 @@ class GceClient:
                 status,
                 reasons_of(exc),
             )
-        if is_forbidden(exc) and not mutating and not self._succeeded:
-            # The first read: nothing is readable, so no plan or status could be sound.
+        if is_forbidden(exc) and not mutating and not self._authorized:
+            # Refused before anything was allowed: the identity, not one resource, is wrong.
             if has_reason(exc, "accessNotConfigured"):
                 fix = f"enable the Compute Engine API in project {project}"
             else:
@@ -540,15 +543,13 @@ class GceClient:
         }
 
     # ---- the snapshot ------------------------------------------------------------------
-    def read_snapshot(self, shared_name: str) -> CloudSnapshot:
+    def read_snapshot(self, shared_name: str, *, complete: bool = False) -> CloudSnapshot:
         """The shared pair by name, and every pool and forwarding rule in the region. A list
         that cannot be read in full becomes a gap (the planner then withholds removals);
-        a failed read of a shared resource raises, since nothing sound can be planned."""
+        a failed read of a shared resource raises, since nothing sound can be planned.
+        `complete`: a list that fails raises GceReadError instead, one line naming it and
+        the fix (one-shot commands show nothing from a partial view)."""
         gaps: list[str] = []
-        pools: list[TargetPool] = []
-        rules: list[ForwardingRule] = []
-        checks: dict[str, HttpHealthCheck] = {}
-        checks_complete = True
         check = self.get_http_health_check(shared_name)
         firewall: Firewall | None = None
         firewall_unreadable = ""
@@ -559,35 +560,43 @@ class GceClient:
                 raise
             # A Shared VPC host project lbhc may not read: say what a network admin must do.
             firewall_unreadable = describe(exc)
-        try:
-            checks = {
-                resource_path(c.self_link): c for c in self.list_http_health_checks() if c.self_link
-            }
-        except (core.GoogleAPICallError, OSError) as exc:
-            # Coverage is then judged by name only; nothing is removed on that guess.
-            gaps.append(f"health checks could not be listed: {describe(exc)}")
-            checks_complete = False
-        pools_complete = True
-        try:
-            pools = self.list_target_pools()
-        except (core.GoogleAPICallError, OSError) as exc:
-            gaps.append(f"target pools could not be listed: {describe(exc)}")
-            pools_complete = False
-        try:
-            rules = self.list_forwarding_rules()
-        except (core.GoogleAPICallError, OSError) as exc:
-            gaps.append(f"forwarding rules could not be listed: {describe(exc)}")
+        # Without the checks, coverage is judged by name only; nothing is removed on that.
+        checks = self._listed("list_http_health_checks", "health checks", gaps, complete)
+        pools = self._listed("list_target_pools", "target pools", gaps, complete)
+        rules = self._listed("list_forwarding_rules", "forwarding rules", gaps, complete)
         return CloudSnapshot(
             check,
             firewall,
-            tuple(pools),
-            tuple(rules),
+            tuple(pools or ()),
+            tuple(rules or ()),
             tuple(gaps),
-            health_checks=checks,
-            health_checks_complete=checks_complete,
-            pools_complete=pools_complete,
+            health_checks={resource_path(c.self_link): c for c in checks or () if c.self_link},
+            health_checks_complete=checks is not None,
+            pools_complete=pools is not None,
             firewall_unreadable=firewall_unreadable,
         )
+
+    def _listed(self, call: str, what: str, gaps: list[str], complete: bool) -> list[Any] | None:
+        """A listing by the method named `call`, or None and a gap (or, `complete`, a
+        GceReadError) when it fails."""
+        try:
+            listing: list[Any] = getattr(self, call)()
+            return listing
+        except (core.GoogleAPICallError, OSError) as exc:
+            if not complete:
+                gaps.append(f"{what} could not be listed: {describe(exc)}")
+                return None
+            where = f"project {self.config.project}" + (
+                "" if call == "list_http_health_checks" else f", region {self.config.region}"
+            )
+            if is_forbidden(exc):
+                fix = (
+                    f"grant {identity_of(self._credentials)} "
+                    f"{', '.join(PERMISSIONS_BY_CALL[call])} (README: GCE permissions)"
+                )
+            else:
+                fix = "try again"
+            raise GceReadError(f"cannot list {what} in {where}: {_said(exc)}; {fix}") from exc
 
 
 def identity_of(credentials: Any) -> str:
@@ -607,7 +616,7 @@ def identity_of(credentials: Any) -> str:
     return "the application-default credentials"
 
 
-def _said(exc: core.GoogleAPICallError) -> str:
+def _said(exc: BaseException) -> str:
     """What the API said, on one bounded line, without the "METHOD URL: " google-api-core
     puts first (the line names the endpoint and project already)."""
     text = " ".join(describe(exc).split())

@@ -39,6 +39,10 @@ class GceAccessDenied(RunFailure):
         self.reasons = reasons
 
 
+class GceReadError(RunFailure):
+    """A list a one-shot command needs in full failed (after its retries)."""
+
+
 class GceNotCompute(SetupError):
     """The endpoint answered, but not as the Compute API does (an HTML page, a body that is
     not Compute's JSON): --gce-endpoint names something else."""

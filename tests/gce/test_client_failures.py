@@ -114,3 +114,16 @@ def test_a_missing_resource_is_still_just_absent(compute: ComputeEnv) -> None:
     assert client.get_firewall("absent") is None
     with pytest.raises(core.NotFound):
         client.remove_health_check("no-such-pool", "https://example.test/check")
+
+
+def test_a_host_project_firewall_lbhc_may_not_read_is_reported_even_on_a_first_read(
+    compute: ComputeEnv,
+) -> None:
+    """Only a refusal before the API has accepted lbhc's credentials at all is about them: a
+    Shared VPC host project's 403 after the check's 404 stays what the planner reports."""
+    compute.fake.add_network("host", "shared")
+    compute.fake.faults.fail_requests(
+        times=10, status=403, reason="forbidden", path_contains="/projects/host/global/firewalls"
+    )
+    cloud = compute.client(network_project="host").read_snapshot("k8s-l4-healthcheck-x")
+    assert cloud.health_check is None and "403 forbidden" in cloud.firewall_unreadable

@@ -153,6 +153,19 @@ CASES = [
         kube_fault(500, "/pods"),
     ),
     Case(
+        "gce-pools-list-forbidden-status",
+        command("status"),
+        EXIT_ERROR,
+        lambda w: [
+            f"cannot list target pools in project {PROJECT}, region {REGION}",
+            "403 forbidden",
+            "compute.targetPools.list",
+        ],
+        lambda w: w.fakes.compute.faults.fail_requests(
+            times=10, status=403, reason="forbidden", path_contains="/targetPools"
+        ),
+    ),
+    Case(
         "kube-undecodable-node",
         plan(),
         EXIT_ERROR,

@@ -6,9 +6,11 @@ flag (or how to give credentials) and its exit code, before anything is contacte
 from __future__ import annotations
 
 import os
+import queue
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +139,32 @@ def test_no_google_credentials_anywhere_is_one_line_saying_how_to_give_some(
         "gcloud auth application-default login",
         "GOOGLE_APPLICATION_CREDENTIALS",
     )
+
+
+def test_a_watch_outlives_a_failed_read_saying_so_in_one_line(clean_fakes: Fakes) -> None:
+    """`status --watch` is not ended by an API server that fails one round: that round is
+    one line on stderr and no status; the next round shows the status."""
+    clean_fakes.kube.faults.fail_requests(times=1, status=503, path_contains="/api/v1/nodes")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LBHC_")}
+    watch = subprocess.Popen(
+        [
+            sys.executable, "-m", "lbhc", "status", "--watch=0.2s", f"--project={PROJECT}",
+            f"--region={REGION}", "--node-tags=gke-node", "--cluster-id=hostile",
+            f"--gce-endpoint={clean_fakes.compute_url}", f"--kubeconfig={clean_fakes.kubeconfig}",
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean, cwd=ROOT,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in watch.stdout or ()], daemon=True).start()
+    try:
+        while not lines.get(timeout=60).startswith("SERVICES"):  # a status was shown
+            pass
+        assert watch.poll() is None  # still watching
+    finally:
+        watch.terminate()
+        _, err = watch.communicate(timeout=30)
+        clean_fakes.kube.faults.clear()
+    [failed] = [line for line in err.splitlines() if line.startswith("lbhc: ")]
+    assert failed.startswith("lbhc: error: cannot list nodes from the Kubernetes API server")
+    assert failed.endswith("HTTP 503 Service Unavailable; the API server failed; try again "
+                           "(watching: next try in 0.2 s)")  # fmt: skip
