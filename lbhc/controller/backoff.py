@@ -20,7 +20,9 @@ class Backoff:
         self._current = initial
 
     def next(self) -> float:
-        """The delay to wait now: "full jitter" over the current ceiling, which then grows."""
+        """The delay to wait now, with "equal jitter": uniform between half the current
+        ceiling and the ceiling (never near zero, so a failing call is not hammered), which
+        then grows by `factor` up to `maximum`."""
         delay = self._rng.uniform(self._current / 2, self._current)
         self._current = min(self._maximum, self._current * self._factor)
         return delay

@@ -101,7 +101,7 @@ def classify(
 
 
 def coverage_by_pool(
-    claims: Mapping[str, PoolClaim],
+    pool_claims: Mapping[str, PoolClaim],
     cloud: CloudSnapshot,
     our_url: str,
     cloud_provider_uid: str | None,
@@ -110,7 +110,7 @@ def coverage_by_pool(
     """Pool name -> coverage, for every pool a Service of this cluster provably owns."""
     return {
         name: classify(claim.pool, claim, cloud, our_url, cloud_provider_uid, config)
-        for name, claim in claims.items()
+        for name, claim in pool_claims.items()
     }
 
 

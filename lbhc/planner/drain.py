@@ -75,14 +75,14 @@ class PoolDrainView:
 
 
 def pool_drain_views(
-    claims: Mapping[str, PoolClaim],
+    pool_claims: Mapping[str, PoolClaim],
     coverage: Mapping[str, PoolCoverage],
     config: PlannerConfig,
 ) -> tuple[PoolDrainView, ...]:
     """Every pool of this cluster's Services, eligible for lbhc or not: a node is in all."""
     views = []
-    for name in sorted(claims):
-        cover, service = coverage[name], claims[name].service.key
+    for name in sorted(pool_claims):
+        cover, service = coverage[name], pool_claims[name].service.key
         if cover.kind is Coverage.LOCAL:
             views.append(PoolDrainView(name, service, PoolDrainKind.LOCAL, cover.check_name))
         elif cover.kind is Coverage.NONE:

@@ -102,8 +102,8 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
 
     pools = {pool.name: pool for pool in cloud.target_pools}
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
-    claims = match_pools(cluster.services, pools, rules, config, findings)
-    coverage = coverage_by_pool(claims, cloud, check_url, cluster.cloud_provider_uid, config)
+    pool_claims = match_pools(cluster.services, pools, rules, config, findings)
+    coverage = coverage_by_pool(pool_claims, cloud, check_url, cluster.cloud_provider_uid, config)
     check_owned = cloud.health_check is None or is_owned(cloud.health_check.description, cluster_id)
     firewall_owned = cloud.firewall is None or is_owned(cloud.firewall.description, cluster_id)
     ledger = read_ledger(cloud.health_check) if check_owned else TakeoverLedger()
@@ -111,12 +111,14 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     # Version skew matters only where lbhc's own check is, or would be, attached.
     relevant = any(
         claim.eligible_reason is None and _lbhc_may_carry(coverage[name], config)
-        for name, claim in claims.items()
+        for name, claim in pool_claims.items()
     )
     facts = facts_by_node(cluster, config) if relevant else {}
     fallback = decide_fallback(cluster, facts, config, findings) if relevant else None
     if fallback is not None:
-        fallback = dataclasses.replace(fallback, others_stay=_covered_by_others(claims, coverage))
+        fallback = dataclasses.replace(
+            fallback, others_stay=_covered_by_others(pool_claims, coverage)
+        )
     if relevant and not cluster.versions_complete:
         findings.append(
             Finding(
@@ -136,7 +138,7 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         attach_allowed=firewall_owned and cluster.versions_complete,
         withdraw_reason=f"fallback: {fallback.reason}" if fallback else None,
     )
-    pool_plan = plan_pool_changes(cloud.target_pools, claims, coverage, context, findings)
+    pool_plan = plan_pool_changes(cloud.target_pools, pool_claims, coverage, context, findings)
     wanted = pool_plan.needs_ours
     # A check of our name that is not ours: no pool is touched, but what we own stays.
     pool_changes = list(pool_plan.changes) if check_owned else []
@@ -219,10 +221,10 @@ def _lbhc_may_carry(coverage: PoolCoverage, config: PlannerConfig) -> bool:
     return takeover and coverage.kind in TAKEOVER_REPLACES
 
 
-def _covered_by_others(claims: dict[str, PoolClaim], coverage: dict[str, PoolCoverage]) -> int:
+def _covered_by_others(pool_claims: dict[str, PoolClaim], coverage: dict[str, PoolCoverage]) -> int:
     return sum(
         1
-        for name, claim in claims.items()
+        for name, claim in pool_claims.items()
         if claim.eligible_reason is None
         and coverage[name].kind in (Coverage.CLOUD_PROVIDER, Coverage.EQUIVALENT)
     )

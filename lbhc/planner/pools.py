@@ -41,7 +41,7 @@ class PoolPlan:
 
 def plan_pool_changes(
     pools: Iterable[TargetPool],
-    claims: Mapping[str, PoolClaim],
+    pool_claims: Mapping[str, PoolClaim],
     coverage: Mapping[str, PoolCoverage],
     ctx: PoolContext,
     findings: list[Finding],
@@ -52,7 +52,7 @@ def plan_pool_changes(
     takeovers: dict[str, str] = {}
     needs_ours = False
     for pool in sorted(pools, key=lambda p: p.name):
-        claim = claims.get(pool.name)
+        claim = pool_claims.get(pool.name)
         if claim is None:
             if carries(pool, ctx.our_url):
                 findings.append(

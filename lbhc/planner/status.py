@@ -131,9 +131,9 @@ def assess(
     url = http_health_check_url(config.project, name)
     pools = {pool.name: pool for pool in cloud.target_pools}
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
-    claims = match_pools(cluster.services, pools, rules, config, [])
-    coverage = coverage_by_pool(claims, cloud, url, cluster.cloud_provider_uid, config)
-    views = pool_drain_views(claims, coverage, config) if cloud.pools_complete else None
+    pool_claims = match_pools(cluster.services, pools, rules, config, [])
+    coverage = coverage_by_pool(pool_claims, cloud, url, cluster.cloud_provider_uid, config)
+    views = pool_drain_views(pool_claims, coverage, config) if cloud.pools_complete else None
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     selected = kube_proxy_selector(cluster.kube_proxy_pods, config)
@@ -150,7 +150,7 @@ def assess(
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)
     )
-    services = _ServiceJudge(cloud, config, plan, claims, coverage, url)
+    services = _ServiceJudge(cloud, config, plan, pool_claims, coverage, url)
     return StatusReport(
         health_check=name,
         services=tuple(
@@ -179,12 +179,12 @@ class _ServiceJudge:
         cloud: CloudSnapshot,
         config: PlannerConfig,
         plan: Plan,
-        claims: Mapping[str, PoolClaim],
+        pool_claims: Mapping[str, PoolClaim],
         coverage: Mapping[str, PoolCoverage],
         url: str,
     ) -> None:
         self._config, self._plan, self._coverage = config, plan, coverage
-        self._claims = {claim.service.key: claim for claim in claims.values()}
+        self._claims = {claim.service.key: claim for claim in pool_claims.values()}
         self._pending = {c.name for c in plan.changes if c.action is Action.ATTACH}
         self._ledger = read_ledger(cloud.health_check)
         self._url = url
