@@ -87,8 +87,10 @@ class Reflector:
         watch_timeout_sec: int = 300,
         on_restart: Callable[[Resource, str], None] | None = None,
         backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,  # tests step it to time a watch
     ) -> None:
         self.resource = resource
+        self._clock = clock
         self._api = api
         self._cache = cache
         self._on_change = on_change
@@ -122,8 +124,8 @@ class Reflector:
                 if need_list:
                     self._list()
                     need_list = False
-                started = time.monotonic()
-                if not self._watch() and time.monotonic() - started < _VERY_SHORT_WATCH_SEC:
+                started = self._clock()
+                if not self._watch() and self._clock() - started < _VERY_SHORT_WATCH_SEC:
                     # Ended at once without a single event (not even a bookmark): as
                     # client-go's "very short watch", wait before the next, or it is a
                     # hot loop against the API server.

@@ -165,7 +165,10 @@ class Rewrite:
 
 Fault = Fail | Rival | Slow | Rewrite
 SERVER_ERROR = ApiException(status=500, reason="Internal Server Error")
-UNREACHABLE = MaxRetryError(None, "/apis/coordination.k8s.io/v1", ConnectionRefusedError(111, ""))
+# What the client raises when nothing answers (urllib3 gave up retrying the connection).
+UNREACHABLE = MaxRetryError(
+    cast(Any, None), "/apis/coordination.k8s.io/v1", ConnectionRefusedError()
+)
 
 
 @dataclass(frozen=True)
