@@ -16,7 +16,6 @@ _SYMBOL = {
     Action.ATTACH: ">",
     Action.DETACH: "<",
 }
-_OUTCOME = {Status.DONE: "ok", Status.FAILED: "FAILED", Status.SKIPPED: "skipped"}
 
 
 def _value(value: Any) -> str:
@@ -72,18 +71,6 @@ def render_plan_text(plan: Plan) -> str:
         f"{s['detach']} to detach, {s['delete']} to delete"
         + (f", {s['withheld']} withheld." if s["withheld"] else ".")
     )
-    return "\n".join(lines)
-
-
-def render_result_text(result: ApplyResult) -> str:
-    lines = []
-    for outcome in result.outcomes:
-        change = outcome.change
-        line = f"  {_OUTCOME[outcome.status]:7} {change.action.value} {change.kind} {change.name}"
-        if outcome.detail:
-            line += f": {outcome.detail}"
-        lines.append(line)
-    lines.append(render_result_summary(result))
     return "\n".join(lines)
 
 

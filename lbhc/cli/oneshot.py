@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lbhc.cli.apply import Applied
     from lbhc.executor import ComputeWriter
     from lbhc.model.cluster import ClusterSnapshot
     from lbhc.model.plan import Plan
@@ -47,17 +48,17 @@ def plan_or_apply(args: argparse.Namespace) -> int:
     applying = args.command == "apply"
     # Plan mode opens a read-only client: a mutation would raise before reaching GCE.
     gce = GceClient(settings.gce_client_config(read_only=not applying))
-    the_plan = make_plan(cluster, gce.read_snapshot(name), config)
+    the_plan = make_plan(cluster, gce.read_snapshot(name, complete=True), config)
 
     if not applying:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
         return EXIT_CHANGES if args.detailed_exitcode and the_plan.has_changes else EXIT_OK
-    return apply_and_report(the_plan, gce, settings.max_concurrent_pool_calls, args)
+    return apply_and_report(the_plan, gce, settings.max_concurrent_pool_calls, args).exit_code
 
 
 def apply_and_report(
     the_plan: Plan, gce: ComputeWriter, max_concurrency: int, args: argparse.Namespace
-) -> int:
+) -> Applied:
     """Shared by `apply` and `teardown`: the plan, the question, the streamed changes, the
     summary (or, after Ctrl-C, what was and was not done)."""
     from lbhc.cli.apply import Progress, confirm, execute, render_applied
@@ -75,7 +76,7 @@ def apply_and_report(
         print(render_applied(the_plan, applied))
     else:
         print(render_json(the_plan, applied.result, interrupted=applied.interrupted))
-    return applied.exit_code
+    return applied
 
 
 def read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapshot:

@@ -23,11 +23,11 @@ class TeardownError(RuntimeError):
 
 
 def teardown(args: argparse.Namespace) -> int:
-    from lbhc.executor import Executor
+    from lbhc.cli.oneshot import apply_and_report
     from lbhc.gce.client import GceClient
     from lbhc.model.cloud import http_health_check_url
     from lbhc.planner.teardown import plan_teardown
-    from lbhc.render import render_json, render_plan_text, render_result_text
+    from lbhc.render import render_json, render_plan_text
     from lbhc.settings import GceOnlySettings, load_settings
 
     settings = load_settings(
@@ -62,11 +62,10 @@ def teardown(args: argparse.Namespace) -> int:
             )
             return EXIT_USAGE
         return EXIT_OK if not the_plan.withheld else EXIT_ERROR
-    if args.output != "json":
-        print(render_plan_text(the_plan), flush=True)
-        print()
-    result = Executor(gce, settings.max_concurrent_pool_calls).apply(the_plan)
-    print(render_json(the_plan, result) if args.output == "json" else render_result_text(result))
+    applied = apply_and_report(the_plan, gce, settings.max_concurrent_pool_calls, args)
+    result = applied.result
+    if applied.interrupted:
+        return applied.exit_code
     # Withheld or refused (a pool elsewhere still uses the check): not done, and scripts must
     # see that.
     blocked = any(o.blocked for o in result.outcomes)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lbhc.cli import main
 from lbhc.cli.apply import ApplyDeclined, Progress, confirm, interrupted_summary
 from lbhc.executor import NOT_STARTED, Executor, Status
 from lbhc.model.plan import Action, Plan
@@ -218,3 +219,36 @@ def test_ctrl_c_finishes_the_call_in_flight_says_what_is_left_and_exits_130(
     assert done_count == len(done) == len(attached) + 2
     assert 0 < len(attached) < 8
     assert "not done: attach TargetPool" in shown
+
+
+def test_teardown_asks_on_a_terminal_and_streams_like_apply(
+    compute: ComputeEnv, tmp_path: Path
+) -> None:
+    """Uninstalling is the most destructive thing lbhc does: the same question, the same
+    stream, the same account of what was done."""
+    pools = [compute.add_service_pool(service(f"svc-{i}")) for i in range(2)]
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps(kubectl_list(node(), service("svc-0"), service("svc-1"))))
+    setup = ["apply", "--auto-approve", "--cluster-snapshot", str(snapshot), *gce_args(compute)]
+    assert main(setup) == 0 and all(compute.pool_checks(p) == [URL] for p in pools)
+    cluster_id = NAME.rsplit("-", 1)[1]
+    argv = ["teardown", "--cluster-id", cluster_id, *gce_args(compute)[:4], *gce_args(compute)[6:]]
+
+    declined = Pty(argv, dict(os.environ))
+    try:
+        declined.wait_for(lambda shown: "Enter a value:" in shown)
+        declined.type("no\n")
+        assert declined.exit_code() == 1
+    finally:
+        declined.close()
+    assert all(compute.pool_checks(p) == [URL] for p in pools)  # nothing was touched
+
+    approved = Pty(argv, dict(os.environ))
+    try:
+        approved.wait_for(lambda shown: "Enter a value:" in shown)
+        approved.type("yes\n")
+        assert approved.exit_code() == 0, approved.text
+    finally:
+        approved.close()
+    assert "[4/4] delete Firewall" in approved.text
+    assert all(compute.pool_checks(p) == [] for p in pools)
