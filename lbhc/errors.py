@@ -19,11 +19,6 @@ class RunFailure(RuntimeError):
     says what, why, and what to check. Exit code 1."""
 
 
-# The flag that sets the port of each server `lbhc sandbox` starts, by server name: the
-# sandbox does not say which flag gave a port, and this is where its failure is worded.
-SANDBOX_PORT_FLAGS = {"kube-fake-server": "--kube-port", "compute-fake-server": "--compute-port"}
-
-
 def user_message(exc: BaseException) -> str | None:
     from google.api_core import exceptions as core
     from google.auth import exceptions as auth
@@ -35,8 +30,6 @@ def user_message(exc: BaseException) -> str | None:
     from lbhc.kube.snapshot_file import SnapshotFileError
     from lbhc.planner.planner import PlanningError
 
-    if isinstance(exc, BindError) and not exc.flag and exc.name in SANDBOX_PORT_FLAGS:
-        return str(exc.with_flag(SANDBOX_PORT_FLAGS[exc.name]))
     if isinstance(
         exc,
         SettingsError

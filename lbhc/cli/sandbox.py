@@ -9,10 +9,11 @@ import signal
 import sys
 import threading
 
-from lbhc.cli.parser import EXIT_ERROR, EXIT_OK
+from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 
 
 def sandbox(args: argparse.Namespace) -> int:
+    from lbhc.httpserver import BindError
     from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
     from lbhc.sandbox.seed import SandboxSpec
 
@@ -31,16 +32,24 @@ def sandbox(args: argparse.Namespace) -> int:
             kube_port=args.kube_port,
             compute_port=args.compute_port,
         )
-    except ValueError as exc:
+    except ValueError as exc:  # options that parse one by one but not together
         print(f"lbhc: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_USAGE
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    with Sandbox(options) as running:
-        print(running.usage(), flush=True)
-        stop.wait()
+    try:
+        with Sandbox(options) as running:
+            print(running.usage(), flush=True)
+            stop.wait()
+    except BindError as exc:
+        # The sandbox names the server whose port was taken; the flag that set it is ours.
+        raise exc.with_flag(_PORT_FLAGS.get(exc.name, "--kube-port or --compute-port")) from exc
     return EXIT_OK
+
+
+# The flag that sets the port of each server the sandbox starts, by the server's name.
+_PORT_FLAGS = {"kube-fake-server": "--kube-port", "compute-fake-server": "--compute-port"}
 
 
 def demo(args: argparse.Namespace) -> int:
