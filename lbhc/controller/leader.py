@@ -157,7 +157,10 @@ class LeaseElector:
             written = self._api.replace_lease(self.config.namespace, self.config.name, body)
         except Exception as exc:
             if status_of(exc) == 409:
-                return False  # someone else wrote first; look again next round
+                # Someone else wrote the Lease since we read it: if we held it, we may not
+                # any more, so writes stop now rather than at the renew deadline.
+                self._renewed_at = None
+                return False
             raise
         self._renewed(now, written)
         return True

@@ -504,3 +504,14 @@ def test_stopped_while_a_read_is_in_flight_acquires_nothing() -> None:
     assert store.calls == ["get"]
     assert store.written == []
     assert not lease.may_write()
+
+
+def test_a_leader_whose_renewal_loses_a_race_stops_writing_at_once() -> None:
+    """A 409 on the renewal means someone wrote the Lease after we read it (a rival, or a
+    person by hand): being cautious costs one round; not being cautious may cost two writers."""
+    elected, store, clock = elector(None)
+    assert elected.try_acquire_or_renew() and elected.may_write()
+    clock.at(2.0)
+    store.before["replace"] = [lambda: store.rival_writes(OTHER)]
+    assert not elected.try_acquire_or_renew()
+    assert not elected.may_write()  # well before the renew deadline (10 s after 0.0)
