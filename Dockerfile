@@ -14,6 +14,8 @@ WORKDIR /src
 COPY requirements.lock ./
 RUN python -m venv /opt/lbhc && /opt/lbhc/bin/pip install -r requirements.lock
 COPY pyproject.toml README.md ./
+# The controller only: .dockerignore keeps lbhc/sandbox and lbhc/demo (fakes, emulators, the
+# demo) out of the build context (tests/test_container.py runs `lbhc run` from such a copy).
 COPY lbhc ./lbhc
 # --no-deps: everything it needs came from the lock above, nothing floats.
 RUN /opt/lbhc/bin/pip install --no-deps . && /opt/lbhc/bin/lbhc --help > /dev/null

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import signal
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -100,3 +104,69 @@ def test_the_image_records_the_commit_where_lbhc_version_reads_it() -> None:
     assert venv is not None
     assert re.search(r"^ARG COMMIT\b", dockerfile, flags=re.M)
     assert f'"$COMMIT" > {venv.group(1)}/{COMMIT_FILE}' in dockerfile
+
+
+def image_contents(tmp_path: Path) -> Path:
+    """lbhc/ as the build context has it: .dockerignore's exclusions under lbhc/ applied."""
+    ignore = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()]
+    excluded = {line.rstrip("/") for line in ignore if line.startswith("lbhc/")}
+    assert excluded == {"lbhc/sandbox", "lbhc/demo"}
+    target = tmp_path / "image"
+    shutil.copytree(
+        ROOT / "lbhc",
+        target / "lbhc",
+        ignore=lambda directory, names: [
+            name
+            for name in names
+            if name == "__pycache__" or str((Path(directory) / name).relative_to(ROOT)) in excluded
+        ],
+    )
+    return target
+
+
+# Runs lbhc from `sys.argv[1]` only: the checkout's editable install would otherwise supply
+# the packages the image leaves out.
+_ONLY_FROM = (
+    "import runpy, sys; "
+    "sys.meta_path[:] = [f for f in sys.meta_path "
+    "if not getattr(f, '__module__', '').startswith('__editable__')]; "
+    "sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'lbhc'; "
+    "import lbhc; assert lbhc.__file__.startswith(sys.path[0]), lbhc.__file__; "
+    "runpy.run_module('lbhc', run_name='__main__')"
+)
+
+
+def test_the_controller_runs_without_the_sandbox_and_the_sandbox_says_it_is_absent(
+    tmp_path: Path,
+) -> None:
+    from tests.controller.harness import PROJECT, REGION, wait_for, world
+
+    image = image_contents(tmp_path)
+    assert not (image / "lbhc" / "sandbox").exists()
+    demo = subprocess.run(
+        [sys.executable, "-c", _ONLY_FROM, str(image), "demo"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert demo.returncode == 2, demo.stderr
+    [line] = demo.stderr.splitlines()
+    assert line.startswith("lbhc: error: this installation of lbhc has no sandbox")
+
+    with world() as w:  # the fakes, served from this process (which has the sandbox)
+        pool = w.add_service("web")
+        kubeconfig = w.kube_server.write_kubeconfig(tmp_path / "kubeconfig")
+        run = [
+            "run", "--kubeconfig", str(kubeconfig), "--project", PROJECT, "--region", REGION,
+            "--node-tags", "gke-node", "--gce-endpoint", w.compute_url,
+            "--http-address", "127.0.0.1:0", "--leader-elect=false",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-c", _ONLY_FROM, str(image), *run],
+            cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: w.attached(pool), timeout=30, what="lbhc run converging")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=30)
+        assert process.returncode == 0, stderr
+        assert "lbhc.sandbox" not in stderr and "Traceback" not in stderr

@@ -14,6 +14,8 @@ from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 
 def sandbox(args: argparse.Namespace) -> int:
     from lbhc.httpserver import BindError
+
+    require_sandbox()
     from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
     from lbhc.sandbox.seed import SandboxSpec
 
@@ -53,6 +55,7 @@ _PORT_FLAGS = {"kube-fake-server": "--kube-port", "compute-fake-server": "--comp
 
 
 def demo(args: argparse.Namespace) -> int:
+    require_sandbox()
     from lbhc.demo.scenario import DemoOptions, run_demo
 
     try:
@@ -68,3 +71,19 @@ def demo(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(summary.to_json(), indent=2))
     return EXIT_OK if summary.ok else EXIT_ERROR
+
+
+def require_sandbox() -> None:
+    """The controller image leaves the sandbox and demo out: say so in one line (exit 2)
+    rather than with an ImportError."""
+    import importlib.util
+
+    from lbhc.errors import SetupError
+
+    if importlib.util.find_spec("lbhc.sandbox") is None or (
+        importlib.util.find_spec("lbhc.demo") is None
+    ):
+        raise SetupError(
+            "this installation of lbhc has no sandbox (the controller image leaves it out): "
+            "run lbhc sandbox and lbhc demo from a checkout, with pip install '.[sandbox]'"
+        )
