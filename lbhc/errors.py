@@ -24,7 +24,7 @@ def user_message(exc: BaseException) -> str | None:
     from google.auth import exceptions as auth
 
     from lbhc.cli.teardown import TeardownError
-    from lbhc.gce.errors import describe
+    from lbhc.gce.errors import describe_gce_error
     from lbhc.httpserver import BindError
     from lbhc.kube.client import KubeReadError
     from lbhc.kube.snapshot_file import SnapshotFileError
@@ -53,7 +53,7 @@ def user_message(exc: BaseException) -> str | None:
             "GOOGLE_APPLICATION_CREDENTIALS, or the Workload Identity binding)"
         )
     if isinstance(exc, core.GoogleAPICallError):
-        return f"GCE API: {describe(exc)}"
+        return f"GCE API: {describe_gce_error(exc)}"
     if isinstance(exc, OSError):
         return f"{type(exc).__name__}: {exc}"
     try:

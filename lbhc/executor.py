@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Protocol, TypeVar
 
 from lbhc.gce.errors import (
-    describe,
+    describe_gce_error,
     is_already_exists,
     is_forbidden,
     is_in_use,
@@ -142,7 +142,9 @@ class Executor:
         try:
             outcome = step(change)
         except Exception as exc:  # one failing step must not stop the others
-            outcome = Outcome(change, Status.FAILED, describe(exc), forbidden=is_forbidden(exc))
+            outcome = Outcome(
+                change, Status.FAILED, describe_gce_error(exc), forbidden=is_forbidden(exc)
+            )
         level = logging.WARNING if outcome.status is Status.FAILED else logging.INFO
         log.log(
             level,
@@ -253,7 +255,9 @@ class Executor:
             self._gce.add_health_check(change.name, change.health_check_url)
         except Exception as exc:
             self._gce.add_health_check(change.name, change.replaces)
-            return Outcome(change, Status.FAILED, f"{describe(exc)}; previous check restored")
+            return Outcome(
+                change, Status.FAILED, f"{describe_gce_error(exc)}; previous check restored"
+            )
         return Outcome(change, Status.DONE)
 
     def _detach(self, change: Detach) -> Outcome:
@@ -276,7 +280,9 @@ class Executor:
             if is_not_found_in(exc, "targetPools"):
                 return Outcome(change, Status.DONE, "target pool no longer exists")
             self._gce.add_health_check(change.name, change.health_check_url)
-            return Outcome(change, Status.FAILED, f"{describe(exc)}; lbhc's check put back")
+            return Outcome(
+                change, Status.FAILED, f"{describe_gce_error(exc)}; lbhc's check put back"
+            )
         return Outcome(change, Status.DONE, f"gave back {resource_name(change.restores)}")
 
     def _delete(self, change: Delete) -> Outcome:
@@ -293,7 +299,7 @@ class Executor:
             if is_in_use(exc):
                 # Still referenced, maybe by a pool outside this view: try again next time.
                 return Outcome(
-                    change, Status.SKIPPED, f"still in use: {describe(exc)}", blocked=True
+                    change, Status.SKIPPED, f"still in use: {describe_gce_error(exc)}", blocked=True
                 )
             raise
         return Outcome(change, Status.DONE)

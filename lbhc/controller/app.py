@@ -29,7 +29,7 @@ from lbhc.kube.client import (
     KubeApi,
     KubeConfig,
     Resource,
-    describe,
+    describe_kube_error,
     make_api_client,
     read_cloud_provider_uid,
     read_kube_system_uid,
@@ -258,7 +258,7 @@ class ControllerApp:
             try:
                 found = self.api.detect_selectors(daemonsets=daemonsets)
             except Exception as exc:
-                log.warning("cannot list kube-proxy Pods (%s); retrying", describe(exc))
+                log.warning("cannot list kube-proxy Pods (%s); retrying", describe_kube_error(exc))
                 self.stop_event.wait(backoff.next())
                 continue
             if found:

@@ -22,7 +22,7 @@ from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
 from lbhc.executor import Executor, Status
 from lbhc.gce.client import GceClient
-from lbhc.gce.errors import describe
+from lbhc.gce.errors import describe_gce_error
 from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Plan
@@ -126,7 +126,7 @@ class Controller:
             self._backoff.reset()
         except Exception as exc:
             delay = self._backoff.next()
-            log.warning("reconcile failed (%s); retrying in %.1f s", describe(exc), delay)
+            log.warning("reconcile failed (%s); retrying in %.1f s", describe_gce_error(exc), delay)
             if not isinstance(exc, PartialFailure):  # already counted as "partial"
                 self._metrics.reconciles.labels("error").inc()
             self._trigger.delay_until(time.monotonic() + delay)

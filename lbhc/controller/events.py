@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbhc.controller.leader import micro_time
-from lbhc.kube.client import KubeApi, describe
+from lbhc.kube.client import KubeApi, describe_kube_error
 
 log = logging.getLogger(__name__)
 CONTROLLER = "lbhc.dev/controller"
@@ -117,7 +117,7 @@ class EventRecorder:
                     event.reason,
                     event.regarding.kind,
                     event.regarding.name,
-                    describe(exc),
+                    describe_kube_error(exc),
                 )
 
     def body(self, event: EventSpec) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from lbhc.kube.client import describe
+from lbhc.kube.client import describe_kube_error
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,9 @@ class CachedIngressUid:
         try:
             self._value = self._read()
         except Exception as exc:  # keep the last value; try again next pass
-            log.warning("cannot read ConfigMap kube-system/ingress-uid (%s)", describe(exc))
+            log.warning(
+                "cannot read ConfigMap kube-system/ingress-uid (%s)", describe_kube_error(exc)
+            )
             return self._value
         self._read_at = now
         return self._value

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lbhc.kube.client import KubeApi, describe, status_of
+from lbhc.kube.client import KubeApi, describe_kube_error, status_of
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class LeaseElector:
             try:
                 self.try_acquire_or_renew()
             except Exception as exc:
-                log.warning("leader election: %s", describe(exc))
+                log.warning("leader election: %s", describe_kube_error(exc))
             self._notify()
             self._stop.wait(self.config.retry_period)
 
@@ -207,4 +207,4 @@ class LeaseElector:
             self._api.replace_lease(self.config.namespace, self.config.name, body)
             log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
         except Exception as exc:
-            log.warning("leader election: release failed: %s", describe(exc))
+            log.warning("leader election: release failed: %s", describe_kube_error(exc))

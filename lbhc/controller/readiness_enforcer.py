@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
-from lbhc.kube.client import describe, status_of
+from lbhc.kube.client import describe_kube_error, status_of
 from lbhc.planner.readiness import ProbePatch
 
 log = logging.getLogger(__name__)
@@ -87,12 +87,12 @@ class ReadinessEnforcer:
         except Exception as exc:
             conflict = status_of(exc) == CONFLICT
             self._metrics.readiness_patches.labels("conflict" if conflict else "error").inc()
-            log.warning("patching DaemonSet %s failed (%s)", daemonset, describe(exc))
+            log.warning("patching DaemonSet %s failed (%s)", daemonset, describe_kube_error(exc))
             if conflict:
                 note = f"{what}: the DaemonSet changed since it was read; retrying"
                 self._record(EventSpec(ref, "ReadinessPatchConflict", "Patch", note, "Warning"))
                 return False
-            note = f"{what}: {describe(exc)} (does lbhc have the opt-in patch Role?)"
+            note = f"{what}: {describe_kube_error(exc)} (does lbhc have the opt-in patch Role?)"
             self._record(EventSpec(ref, "ReadinessPatchFailed", "Patch", note, "Warning"))
             return True
         sent.append(now)

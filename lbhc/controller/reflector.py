@@ -26,7 +26,7 @@ from lbhc.kube.client import (
     EXPIRED,
     KubeApi,
     Resource,
-    describe,
+    describe_kube_error,
     list_all,
     status_of,
     undecodable_gap,
@@ -141,7 +141,7 @@ class Reflector:
                         continue  # history moved on while we watched: relist at once
                     # Expired again right after a list: do not spin on full relists.
                 else:
-                    problem = f"watch failed: {describe(exc)}"
+                    problem = f"watch failed: {describe_kube_error(exc)}"
                     self._cache.mark_problem(self.resource, problem)
                     self._restarted(problem)
                 self._stop.wait(self._backoff.next())

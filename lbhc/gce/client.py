@@ -34,7 +34,7 @@ from lbhc.gce.errors import (
     GceUnreachable,
     NotLeader,
     ReadOnlyViolation,
-    describe,
+    describe_gce_error,
     has_reason,
     is_forbidden,
     is_not_found,
@@ -147,7 +147,9 @@ class GceClient:
             before_sleep=lambda state: log.warning(
                 "GCE %s failed (%s); retry %d",
                 what,
-                describe(exc) if state.outcome and (exc := state.outcome.exception()) else "?",
+                describe_gce_error(exc)
+                if state.outcome and (exc := state.outcome.exception())
+                else "?",
                 state.attempt_number,
             ),
             reraise=True,
@@ -559,7 +561,7 @@ class GceClient:
             if not is_forbidden(exc):
                 raise
             # A Shared VPC host project lbhc may not read: say what a network admin must do.
-            firewall_unreadable = describe(exc)
+            firewall_unreadable = describe_gce_error(exc)
         # Without the checks, coverage is judged by name only; nothing is removed on that.
         checks = self._listed("list_http_health_checks", "health checks", gaps, complete)
         pools = self._listed("list_target_pools", "target pools", gaps, complete)
@@ -584,7 +586,7 @@ class GceClient:
             return listing
         except (core.GoogleAPICallError, OSError) as exc:
             if not complete:
-                gaps.append(f"{what} could not be listed: {describe(exc)}")
+                gaps.append(f"{what} could not be listed: {describe_gce_error(exc)}")
                 return None
             where = f"project {self.config.project}" + (
                 "" if call == "list_http_health_checks" else f", region {self.config.region}"
@@ -619,6 +621,6 @@ def identity_of(credentials: Any) -> str:
 def _said(exc: BaseException) -> str:
     """What the API said, on one bounded line, without the "METHOD URL: " google-api-core
     puts first (the line names the endpoint and project already)."""
-    text = " ".join(describe(exc).split())
+    text = " ".join(describe_gce_error(exc).split())
     text = re.sub(r": [A-Z]+ https?://\S+: ", ": ", text, count=1)
     return text if len(text) <= 300 else text[:297] + "..."

@@ -125,7 +125,7 @@ def is_not_found_in(exc: BaseException, collection: str) -> bool:
     """A 404 about a resource of `collection` ("httpHealthChecks"). The Compute API's message
     names the missing resource, which is how a call's own target (addHealthCheck's pool) is
     told apart from a resource it refers to (the check)."""
-    return is_not_found(exc) and f"/{collection}/" in describe(exc)
+    return is_not_found(exc) and f"/{collection}/" in describe_gce_error(exc)
 
 
 def is_already_exists(exc: BaseException) -> bool:
@@ -136,7 +136,7 @@ def is_in_use(exc: BaseException) -> bool:
     return has_reason(exc, IN_USE_REASON)
 
 
-def describe(exc: BaseException) -> str:
+def describe_gce_error(exc: BaseException) -> str:
     """One line for logs and results; never includes request headers (credentials)."""
     if isinstance(exc, GceOperationError):
         return str(exc)

@@ -487,7 +487,7 @@ class KubeReader:
         except Exception as exc:  # the list of the first alternative will say what is wrong
             if complete:
                 raise KubeReadError(self._unreadable(Resource.KUBE_PROXY_PODS, exc)) from exc
-            log.warning("cannot tell how kube-proxy is labelled (%s)", describe(exc))
+            log.warning("cannot tell how kube-proxy is labelled (%s)", describe_kube_error(exc))
         pods, pods_complete = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps, complete)
         return ClusterSnapshot(
             nodes=nodes,
@@ -513,7 +513,7 @@ class KubeReader:
             log.warning(
                 "%s could not be listed (%s): the readiness review is skipped",
                 Resource.KUBE_PROXY_DAEMONSETS,
-                describe(exc),
+                describe_kube_error(exc),
             )
             return ()
 
@@ -527,7 +527,7 @@ class KubeReader:
         except Exception as exc:
             if complete:
                 raise KubeReadError(self._unreadable(resource, exc)) from exc
-            gaps.append(f"{resource} could not be listed: {describe(exc)}")
+            gaps.append(f"{resource} could not be listed: {describe_kube_error(exc)}")
             return (), False
         if listing.undecodable:
             gap = undecodable_gap(resource, listing.undecodable)
@@ -644,7 +644,7 @@ def cloud_provider_uid_or_none(api: KubeApi) -> str | None:
             "equivalent check%s",
             INGRESS_UID_NAMESPACE,
             INGRESS_UID_NAME,
-            describe(exc),
+            describe_kube_error(exc),
             "; allow `get` on it (deploy/base/rbac.yaml)" if forbidden else "",
         )
         return None
@@ -663,7 +663,7 @@ def status_of(exc: BaseException) -> int:
     return int(getattr(exc, "status", 0) or 0)
 
 
-def describe(exc: BaseException) -> str:
+def describe_kube_error(exc: BaseException) -> str:
     """Status and reason only: response headers or bodies could echo credentials."""
     if isinstance(exc, ValidationError):
         return f"unexpected response: {describe_validation_error(exc)}"
@@ -695,9 +695,9 @@ def explain(exc: BaseException, target: KubeTarget | None, verb: str) -> tuple[s
     if status == 404:
         return "HTTP 404 Not Found", f"is the server of {origin} a Kubernetes API server?"
     if status:
-        return describe(exc), "the API server failed; try again"
+        return describe_kube_error(exc), "the API server failed; try again"
     if isinstance(exc, ValidationError | KubeReadError):
-        why = describe(exc) if isinstance(exc, ValidationError) else str(exc)
+        why = describe_kube_error(exc) if isinstance(exc, ValidationError) else str(exc)
         return why, f"is the server of {origin} a Kubernetes API server?"
     tls = _tls_failure(exc)
     if tls:
@@ -708,7 +708,8 @@ def explain(exc: BaseException, target: KubeTarget | None, verb: str) -> tuple[s
     timeout = _read_timeout(exc)
     if timeout:
         return timeout, "the API server is overloaded or the connection was cut; try again"
-    return describe(exc), f"check that the cluster is up and reachable from here, {elsewhere}"
+    why = describe_kube_error(exc)
+    return why, f"check that the cluster is up and reachable from here, {elsewhere}"
 
 
 def _status_message(exc: BaseException) -> str:

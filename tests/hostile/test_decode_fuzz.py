@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from lbhc.kube.client import describe
+from lbhc.kube.client import describe_kube_error
 from lbhc.kube.decode import (
     PROJECTIONS,
     DaemonSetList,
@@ -99,7 +99,7 @@ def test_a_list_page_decodes_or_fails_in_one_line(chaos_scale: str) -> None:
         try:
             listed = LISTS[kind].model_validate_json(page)
         except ValidationError as exc:
-            assert_one_line(describe(exc))  # what the reflector logs
+            assert_one_line(describe_kube_error(exc))  # what the reflector logs
             seen["invalid"] += 1
             return
         assert all(type(item).__name__ == kind for item in listed.items)

@@ -118,7 +118,7 @@ def test_no_canary_in_any_output_of_lbhc_processes(tmp_path: Path, chaos_scale: 
     assert not hits, hits
 
 
-# ---- exception text, in-process: str, repr, tracebacks, describe() and user_message() -------
+# ---- exception text, in-process: str, repr, tracebacks, describe_*_error() and user_message()
 
 
 @pytest.mark.parametrize("status", [401, 403, 404, 409, 500])
@@ -177,8 +177,8 @@ def assert_exceptions_clean(failures: list[BaseException], case: str) -> None:
             (f"str({name})", str(exc)),
             (f"repr({name})", repr(exc)),
             (f"traceback({name})", "".join(traceback.format_exception(exc))),
-            (f"describe({name})", gce_errors.describe(exc)),
-            (f"kube describe({name})", kube_client.describe(exc)),
+            (f"describe_gce_error({name})", gce_errors.describe_gce_error(exc)),
+            (f"describe_kube_error({name})", kube_client.describe_kube_error(exc)),
             (f"user_message({name})", user_message(exc) or ""),
         ]
         if isinstance(exc, core.GoogleAPICallError):
