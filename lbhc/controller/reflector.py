@@ -38,7 +38,7 @@ from lbhc.kube.decode import (
     PodList,
     ServiceList,
     describe_validation_error,
-    object_key,
+    raw_object_key,
 )
 from lbhc.model.cluster import DaemonSet, Node, Pod, Service
 
@@ -152,7 +152,7 @@ class Reflector:
         if not isinstance(version, str) or not version:
             raise ValueError(f"undecodable {self.resource} {kind} event without a resourceVersion")
         self.resource_version = version
-        key = object_key(obj)
+        key = raw_object_key(obj)
         if kind == "DELETED":
             changed = self._cache.forget(self.resource, key)
         else:

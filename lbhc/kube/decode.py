@@ -72,12 +72,12 @@ def decode_page(model: type[ObjectList], raw: bytes | str) -> tuple[ObjectList, 
             try:
                 good.append(model.item_type.model_validate(item))
             except ValidationError as exc:
-                bad.append(Undecodable(object_key(item), describe_validation_error(exc)))
+                bad.append(Undecodable(raw_object_key(item), describe_validation_error(exc)))
         meta = ListMeta.model_validate(data.get("metadata") or {})
         return model(metadata=meta, items=tuple(good)), bad
 
 
-def object_key(item: object) -> str:
+def raw_object_key(item: object) -> str:
     """`namespace/name` (or name) of a raw object, escaped and short, "?" when it has none."""
     metadata = item.get("metadata") if isinstance(item, dict) else None
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):

@@ -15,7 +15,7 @@ from .faults import Faults
 from .listing import list_body
 from .routes import Route, Target
 from .status import ApiError, not_found
-from .store import Store, object_key
+from .store import Store, storage_key
 from .validation import check_dry_run, decode_body
 from .writes import Writer
 
@@ -63,7 +63,7 @@ class ResourceHandler:
             return 200, list_body(self._store, self._faults, resource, route.namespace, query)
         if method == "GET":
             assert route.name is not None
-            obj = self._store.current(resource.kind, object_key(resource, namespace, route.name))
+            obj = self._store.current(resource.kind, storage_key(resource, namespace, route.name))
             if obj is None:
                 raise not_found(resource.plural, route.name, resource.group)
             return 200, copy.deepcopy(present(resource, obj))

@@ -52,7 +52,7 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def object_key(resource: Resource, namespace: str, name: str) -> str:
+def storage_key(resource: Resource, namespace: str, name: str) -> str:
     """The etcd key below the resource's prefix: `ns/name`, or `name` if cluster-scoped."""
     return f"{namespace}/{name}" if resource.namespaced else name
 
@@ -122,7 +122,7 @@ class Store:
         resource, namespace, name = _identity(obj)
         stored = copy.deepcopy(obj)
         metadata: dict[str, Any] = stored["metadata"]
-        key = object_key(resource, namespace, name)
+        key = storage_key(resource, namespace, name)
         with self.lock:
             previous = self.current(resource.kind, key)
             old_meta = previous["metadata"] if previous else {}
@@ -150,13 +150,13 @@ class Store:
 
     def get(self, kind: str, namespace: str | None, name: str) -> Object | None:
         resource = resource_for_kind(kind)
-        return copy.deepcopy(self.current(kind, object_key(resource, namespace or "", name)))
+        return copy.deepcopy(self.current(kind, storage_key(resource, namespace or "", name)))
 
     def revisions(self, kind: str, namespace: str | None, name: str) -> list[tuple[int, Object]]:
         """Deep copies of one object's kept versions, oldest first (deletions left out)."""
         resource = resource_for_kind(kind)
         with self.lock:
-            kept = self._history[kind].get(object_key(resource, namespace or "", name), [])
+            kept = self._history[kind].get(storage_key(resource, namespace or "", name), [])
             return [(r.rv, copy.deepcopy(r.obj)) for r in kept if r.obj is not None]
 
     def read(self, kind: str, rv: int | None = None) -> list[tuple[str, Object]]:

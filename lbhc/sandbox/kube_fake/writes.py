@@ -25,7 +25,7 @@ from . import service_ports
 from .patch import apply_patch
 from .resources import Resource
 from .status import ApiError, FieldError, already_exists, conflict, invalid, not_found
-from .store import Object, Store, object_key
+from .store import Object, Store, storage_key
 from .validation import decode_object, validate
 
 _INITIAL_STATUS: dict[str, Object] = {
@@ -54,7 +54,7 @@ class Writer:
             if not metadata.get("name") and metadata.get("generateName"):
                 metadata["name"] = self._generate_name(resource, namespace, metadata)
             validate(resource, obj)
-            key = object_key(resource, namespace, metadata["name"])
+            key = storage_key(resource, namespace, metadata["name"])
             if self._store.current(resource.kind, key) is not None:
                 raise already_exists(resource.plural, metadata["name"], resource.group)
             if resource.kind == "Service":
@@ -89,7 +89,7 @@ class Writer:
             )
         namespace = metadata.get("namespace") or ""
         with self._store.lock:
-            current = self._store.current(resource.kind, object_key(resource, namespace, name))
+            current = self._store.current(resource.kind, storage_key(resource, namespace, name))
             if current is None:
                 if resource.create_on_update and subresource is None:
                     metadata["name"] = name
@@ -109,7 +109,7 @@ class Writer:
         dry_run: bool = False,
     ) -> Object:
         with self._store.lock:
-            current = self._store.current(resource.kind, object_key(resource, namespace, name))
+            current = self._store.current(resource.kind, storage_key(resource, namespace, name))
             if current is None:
                 raise not_found(resource.plural, name, resource.group)
             # A copy: the patch functions share untouched subtrees with their input.
@@ -138,7 +138,7 @@ class Writer:
         options: Object,
         dry_run: bool = False,
     ) -> Object:
-        key = object_key(resource, namespace, name)
+        key = storage_key(resource, namespace, name)
         with self._store.lock:
             current = self._store.current(resource.kind, key)
             if current is None:
@@ -191,7 +191,7 @@ class Writer:
                 new["metadata"]["generation"] = generation + 1 if bump else generation
         validate(resource, new)
         if resource.kind == "Service" and subresource != "status":
-            key = object_key(resource, current["metadata"].get("namespace") or "", new_name(new))
+            key = storage_key(resource, current["metadata"].get("namespace") or "", new_name(new))
             service_ports.admit(new, current, self._others(resource, key))
         old_finalizers = current["metadata"].get("finalizers") or []
         new_finalizers = new["metadata"].get("finalizers") or []
@@ -212,7 +212,7 @@ class Writer:
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         if new == current:
             return copy.deepcopy(current)  # a no-op: no new resourceVersion, no event
-        key = object_key(resource, current["metadata"].get("namespace") or "", new_name(new))
+        key = storage_key(resource, current["metadata"].get("namespace") or "", new_name(new))
         if not dry_run:
             if terminating and not new_finalizers:
                 self._store.commit(resource.kind, key, None)  # the last finalizer is gone
@@ -240,7 +240,7 @@ class Writer:
         for _ in range(8):
             suffix = "".join(random.choices(_GENERATE_ALPHABET, k=5))
             name = f"{metadata['generateName']}{suffix}"
-            if self._store.current(resource.kind, object_key(resource, namespace, name)) is None:
+            if self._store.current(resource.kind, storage_key(resource, namespace, name)) is None:
                 return name
         raise already_exists(resource.plural, name, resource.group)
 
