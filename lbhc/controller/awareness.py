@@ -31,11 +31,11 @@ _DRAIN_EVENTS = {
 
 class KubeProxyReporter:
     def __init__(
-        self, metrics: Metrics, record: Callable[[EventSpec], None], controller_ref: ObjectRef
+        self, metrics: Metrics, record: Callable[[EventSpec], None], lease: ObjectRef
     ) -> None:
         self._metrics = metrics
         self._record = record
-        self._controller_ref = controller_ref
+        self._lease = lease
         self._drain: dict[str, DrainState] = {}
         self._healthy: bool | None = None
         self._findings: set[tuple[str, str, FindingKind]] = set()
@@ -102,7 +102,7 @@ class KubeProxyReporter:
         if healthy is False and previous is not False:
             self._record(
                 EventSpec(
-                    self._controller_ref,
+                    self._lease,
                     "KubeProxyUnhealthy",
                     "Assess",
                     report.kube_proxy.message,
@@ -111,9 +111,7 @@ class KubeProxyReporter:
             )
         elif healthy is True and previous is False:
             self._record(
-                EventSpec(
-                    self._controller_ref, "KubeProxyHealthy", "Assess", report.kube_proxy.message
-                )
+                EventSpec(self._lease, "KubeProxyHealthy", "Assess", report.kube_proxy.message)
             )
 
     def _readiness_events(self, report: StatusReport) -> None:

@@ -67,7 +67,7 @@ class Controller:
         trigger: Trigger,
         metrics: Metrics,
         recorder: EventRecorder | None,
-        controller_ref: ObjectRef,
+        lease: ObjectRef,
         options: ControllerOptions,
         may_write: Callable[[], bool] = lambda: True,
         enforcer: ReadinessEnforcer | None = None,
@@ -80,21 +80,20 @@ class Controller:
         self._trigger = trigger
         self._metrics = metrics
         self._recorder = recorder
-        self._controller_ref = controller_ref
         self._options = options
         self._may_write = may_write
         self._backoff = Backoff(initial=1.0, maximum=60.0)
         self._prober = prober
         self._enforcer = enforcer
         self._cloud_provider_uid = cloud_provider_uid
-        self._reporter = KubeProxyReporter(metrics, self._record, controller_ref)
+        self._reporter = KubeProxyReporter(metrics, self._record, lease)
         self._fail_open = FailOpenWatch(
-            gce, config, metrics, self._record, controller_ref, options.lb_health_sample_sec
+            gce, config, metrics, self._record, lease, options.lb_health_sample_sec
         )
         self.last_plan: Plan | None = None
         self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
-        self._pass_report = PassReporter(config, metrics, self._record, controller_ref)
+        self._pass_report = PassReporter(config, metrics, self._record, lease)
         self.passes = 0
 
     # ---- the loop -----------------------------------------------------------------------

@@ -32,12 +32,12 @@ class FailOpenWatch:
         config: PlannerConfig,
         metrics: Metrics,
         record: Callable[[EventSpec], None],
-        controller_ref: ObjectRef,
+        lease: ObjectRef,
         every_sec: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._gce, self._config, self._metrics = gce, config, metrics
-        self._record, self._ref = record, controller_ref
+        self._record, self._lease = record, lease
         self._every, self._clock = every_sec, clock
         self._last: float | None = None
         self._since: float | None = None
@@ -66,7 +66,7 @@ class FailOpenWatch:
         self._metrics.pools_failing_open.set(1)
         note = failing.message(now - self._since)
         log.warning("%s", note)
-        self._record(EventSpec(self._ref, HEALTH_CHECK_CANNOT_PASS, "Sample", note, "Warning"))
+        self._record(EventSpec(self._lease, HEALTH_CHECK_CANNOT_PASS, "Sample", note, "Warning"))
 
     def _clear(self) -> None:
         self._since = None

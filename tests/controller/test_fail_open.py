@@ -118,9 +118,8 @@ def test_the_watch_waits_out_the_checks_drain_bound_and_starts_over_when_a_node_
     now, events, metrics = [0.0], list[EventSpec](), Metrics()
     with ComputeFakeServer(fake) as server:
         gce = GceClient(GceClientConfig(project=PROJECT, region=REGION, endpoint=server.url))
-        watch = FailOpenWatch(
-            gce, config(), metrics, events.append, ObjectRef("Pod", "lbhc"), 10, lambda: now[0]
-        )
+        lease = ObjectRef("Lease", "lbhc", "lbhc-system")
+        watch = FailOpenWatch(gce, config(), metrics, events.append, lease, 10, lambda: now[0])
 
         def at(seconds: float) -> tuple[int, float | None]:
             now[0] = seconds
