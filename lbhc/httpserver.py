@@ -1,32 +1,25 @@
-"""A small threaded HTTP/1.1 server: the controller's /healthz, /readyz and /metrics, and the
-fakes that real clients talk to over real sockets. Responses are whole bodies or chunked
-streams (watches).
-
-The fakes trust their one test client. A server others can reach (the controller's health
-port) is `Exposed`: only its methods, request bodies never read, and a deadline on receiving
-each request, so no request can hold a thread or memory for long."""
+"""The controller's HTTP server for /healthz, /readyz, /metrics and /plan: threaded HTTP/1.1
+with whole-body answers, on a port others can reach. It is `Exposed`: only its methods, request
+bodies never read, and deadlines on receiving each request and on each write, so no request
+can hold a thread or memory for long."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import logging
-import select
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-Body = bytes | Iterable[bytes]
 # (method, path with query, headers, body) -> (status, headers, body)
-Dispatch = Callable[[str, str, Mapping[str, str], bytes], tuple[int, Mapping[str, str], Body]]
-
-_STREAM_DRAIN_SEC = 1.0  # how long stop() lets open streams end cleanly before cutting them
+Dispatch = Callable[[str, str, Mapping[str, str], bytes], tuple[int, Mapping[str, str], bytes]]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +33,9 @@ class Exposed:
     # on a kept-alive connection) to its last header: slow or idle clients are cut off.
     request_timeout_sec: float = 10.0
     io_timeout_sec: float = 10.0  # each write of the response (a client that stops reading)
+
+
+_LIMITS = Exposed()
 
 
 class BindError(OSError):
@@ -68,10 +64,57 @@ class BindError(OSError):
         return f"cannot listen on {where} ({source}): {reason}; {fix}"
 
 
+class Handler(BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive and whole-body answers; a stopped server answers nothing. What a
+    request gets is the subclass's `serve`."""
+
+    # HTTP/1.1 keeps the clients' pooled connections alive.
+    protocol_version = "HTTP/1.1"
+    # Headers and body are separate writes: without TCP_NODELAY, Nagle plus the client's
+    # delayed ACK adds ~40 ms to every keep-alive request.
+    disable_nagle_algorithm = True
+    server: Server
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """As the standard library's, without the Server header that names Python's version."""
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Date", self.date_time_string())
+
+    def _serve(self) -> None:
+        if self.server.stopping.is_set():  # a stopped server answers nothing, even kept-alive
+            self.close_connection = True
+            return
+        self.serve()
+
+    def serve(self) -> None:
+        raise NotImplementedError
+
+    def start_reply(self, status: int, headers: Mapping[str, str]) -> None:
+        """The status line and `headers`; the caller ends the headers."""
+        self.send_response(status)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        for key, value in headers.items():
+            self.send_header(key, value)
+
+    def reply(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
+        self.start_reply(status, headers)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the standard library would write every request to stderr
+
+
 class _DeadlineReader(io.RawIOBase):
     """The connection's reads, each bounded by what is left of the handler's deadline."""
 
-    def __init__(self, connection: socket.socket, handler: _Handler) -> None:
+    def __init__(self, connection: socket.socket, handler: _ExposedHandler) -> None:
         self._connection = connection
         self._handler = handler
 
@@ -88,173 +131,84 @@ class _DeadlineReader(io.RawIOBase):
         return self._connection.recv_into(buffer)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.1 keeps the clients' pooled connections alive.
-    protocol_version = "HTTP/1.1"
-    # Headers and body are separate writes: without TCP_NODELAY, Nagle plus the client's
-    # delayed ACK adds ~40 ms to every keep-alive request.
-    disable_nagle_algorithm = True
+class _ExposedHandler(Handler):
     dispatch: Dispatch  # set on the per-server subclass
-    exposed: Exposed | None = None  # likewise
+    exposed: Exposed  # likewise
     deadline: float | None = None
-    server: _Server
 
     def setup(self) -> None:
         super().setup()
-        if self.exposed is not None:
-            self.rfile.close()  # the socket's own file: reads go through the deadline instead
-            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+        self.rfile.close()  # the socket's own file: reads go through the deadline instead
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
 
     def handle_one_request(self) -> None:
-        if self.exposed is not None:
-            self.deadline = time.monotonic() + self.exposed.request_timeout_sec
+        self.deadline = time.monotonic() + self.exposed.request_timeout_sec
         super().handle_one_request()
 
     def __getattr__(self, name: str) -> Any:
-        # Any method reaches _serve on an exposed server, which answers 405 itself (the
-        # standard library would answer 501 with its own page).
-        if name.startswith("do_") and self.exposed is not None:
+        # Any method reaches serve, which answers 405 itself (the standard library would
+        # answer 501 with its own page).
+        if name.startswith("do_"):
             return self._serve
         raise AttributeError(name)
 
-    def send_response(self, code: int, message: str | None = None) -> None:
-        """As the standard library's, without the Server header that names Python's version."""
-        self.log_request(code)
-        self.send_response_only(code, message)
-        self.send_header("Date", self.date_time_string())
-
-    def _serve(self) -> None:
-        if self.server.stopping.is_set():  # a stopped server answers nothing, even kept-alive
-            self.close_connection = True
-            return
-        if self.exposed is not None:
-            self._serve_exposed(self.exposed)
-            return
-        body = self._read_body()  # always read: an unread body would corrupt keep-alive
-        headers = dict(self.headers.items())
-        self._reply(*type(self).dispatch(self.command, self.path, headers, body))
-
-    def _serve_exposed(self, exposed: Exposed) -> None:
+    def serve(self) -> None:
         self.deadline = None
-        self.connection.settimeout(exposed.io_timeout_sec)
+        self.connection.settimeout(self.exposed.io_timeout_sec)
         if self.headers.get("Content-Length", "0").strip() != "0" or self.headers.get(
             "Transfer-Encoding"
         ):
             # The body is never read (nothing served takes one), so the connection cannot
             # carry another request after it.
             self.close_connection = True
-        if self.command not in exposed.methods:
-            allow = ", ".join(sorted(exposed.methods))
+        if self.command not in self.exposed.methods:
+            allow = ", ".join(sorted(self.exposed.methods))
             headers = {
                 "Allow": allow,
                 "Content-Type": "text/plain; charset=utf-8",
                 "X-Content-Type-Options": "nosniff",
             }
-            self._reply(405, headers, b"method not allowed\n")
+            self.reply(405, headers, b"method not allowed\n")
             return
-        self._reply(*self._dispatch(b""))
+        self.reply(*self._dispatch())
 
-    def _dispatch(self, body: bytes) -> tuple[int, Mapping[str, str], Body]:
-        """A failure answers 500 and is logged (path cut short: it is the client's text)."""
+    def _dispatch(self) -> tuple[int, Mapping[str, str], bytes]:
+        """A failure answers 500 and is logged (path cut short: it is the client's text). A
+        body that is not bytes is one: answers are whole, never streamed."""
         try:
             headers = dict(self.headers.items())
-            return type(self).dispatch(self.command, self.path, headers, body)
+            status, answer, payload = type(self).dispatch(self.command, self.path, headers, b"")
+            if not isinstance(payload, bytes | bytearray):
+                raise TypeError(
+                    f"the answer's body is a {type(payload).__name__}, not bytes: "
+                    "this server sends whole bodies, it does not stream"
+                )
+            return status, answer, payload
         except Exception:
             log.exception("%s: %s %.200s failed", self.server.name, self.command, self.path)
             return 500, {"Content-Type": "text/plain; charset=utf-8"}, b"internal error\n"
 
-    def _reply(self, status: int, headers: Mapping[str, str], payload: Body) -> None:
-        self.send_response(status)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        for key, value in headers.items():
-            self.send_header(key, value)
-        if isinstance(payload, bytes | bytearray):
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(payload)
-            return
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self._stream(payload)
 
-    def _stream(self, chunks: Iterable[bytes]) -> None:
-        iterator = iter(chunks)
-        self.server.stream_opened(self.connection)
-        clean = False
-        try:
-            while not self.server.stopping.is_set():
-                try:
-                    chunk = next(iterator)
-                except StopIteration:
-                    break
-                if chunk:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                elif _peer_closed(self.connection):
-                    return
-            self.wfile.write(b"0\r\n\r\n")
-            clean = True
-        except Exception:
-            # OSError: the client went away (BrokenPipe, ConnectionReset) or stop() cut the
-            # socket; anything else is the stream's own way to end the connection abruptly.
-            pass
-        finally:
-            close = getattr(iterator, "close", None)
-            if close is not None:
-                close()  # runs the generator's cleanup now, not at garbage collection
-            self.server.stream_closed(self.connection)
-            if not clean:
-                self.close_connection = True
-                with contextlib.suppress(OSError):
-                    self.connection.shutdown(socket.SHUT_RDWR)
+class Server(ThreadingHTTPServer):
+    """Keeps its connections, to cut them when it stops."""
 
-    def _read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks: list[bytes] = []
-            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()  # the chunk's CRLF
-            while self.rfile.readline().strip():  # trailers up to the blank line
-                pass
-            return b"".join(chunks)
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: the fakes' journals are the record
-
-
-def _peer_closed(connection: socket.socket) -> bool:
-    """True once the client has closed or reset its end (a readable socket with no data)."""
-    try:
-        readable, _, _ = select.select([connection], [], [], 0)
-        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
-        return True
-
-
-class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # a client blocked in a long wait must not hang stop()
 
-    def __init__(self, address: tuple[str, int], handler: type[_Handler], name: str) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[Handler], name: str) -> None:
         super().__init__(address, handler)
         self.name = name
         self.stopping = threading.Event()
-        self._streams: set[socket.socket] = set()
-        self._streams_changed = threading.Condition()
         self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        with self._streams_changed:
+        with self._connections_lock:
             self._connections.add(request)
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
-        with self._streams_changed:
+        with self._connections_lock:
             self._connections.discard(request)
         super().shutdown_request(request)
 
@@ -262,49 +216,28 @@ class _Server(ThreadingHTTPServer):
         if not isinstance(sys.exc_info()[1], OSError):  # a client gone away is no error
             super().handle_error(request, client_address)
 
-    def stream_opened(self, connection: socket.socket) -> None:
-        with self._streams_changed:
-            self._streams.add(connection)
-
-    def stream_closed(self, connection: socket.socket) -> None:
-        with self._streams_changed:
-            self._streams.discard(connection)
-            self._streams_changed.notify_all()
-
-    def end_streams(self, grace: float) -> None:
-        """Let open streams end cleanly within `grace` seconds, then cut every connection."""
+    def end(self) -> None:
+        """Answer nothing more and cut every connection, idle kept-alive ones included: a
+        stopped server must not go on answering on them (clients would never notice it went
+        away)."""
         self.stopping.set()
-        deadline = time.monotonic() + grace
-        with self._streams_changed:
-            while self._streams and (left := deadline - time.monotonic()) > 0:
-                self._streams_changed.wait(left)
-            # Cut what is left, idle kept-alive connections included: a stopped server must
-            # not go on answering on them (clients would never notice it went away).
-            for connection in self._streams | self._connections:
+        with self._connections_lock:
+            for connection in self._connections:
                 with contextlib.suppress(OSError):
                     connection.shutdown(socket.SHUT_RDWR)
 
 
-class LoopbackServer:
-    """Serve `dispatch` on http://HOST:PORT (port 0 picks a free one); start/stop or `with`."""
+class ServerThread:
+    """A `Server` on http://HOST:PORT (port 0 picks a free one), served from a thread of its
+    own: bind/start/stop or `with`. What it serves is the subclass's `_new_server`."""
 
-    def __init__(
-        self,
-        dispatch: Dispatch,
-        name: str,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        exposed: Exposed | None = None,
-    ) -> None:
-        self._dispatch = dispatch
-        self._exposed = exposed
+    def __init__(self, name: str, host: str, port: int) -> None:
         self._name = name
         self._host = host
         self._port = port
-        self._server: _Server | None = None
+        self._server: Server | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
 
     @property
     def url(self) -> str:
@@ -313,11 +246,6 @@ class LoopbackServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    @property
-    def stopping(self) -> threading.Event:
-        """Set by stop(): long-running dispatches (streams) may wait on it to end early."""
-        return self._stopping
-
     def bind(self) -> Self:
         """Listen now and serve once started: a caller that must not announce anything
         before its port is known to be free (the controller) fails here, with BindError."""
@@ -325,15 +253,15 @@ class LoopbackServer:
             self._listen()
             return self
 
-    def _listen(self) -> _Server:
+    def _new_server(self, address: tuple[str, int]) -> Server:
+        raise NotImplementedError
+
+    def _listen(self) -> Server:
         if self._server is None:
-            attributes = {"dispatch": staticmethod(self._dispatch), "exposed": self._exposed}
-            handler = type(f"{self._name}-handler", (_Handler,), attributes)
             try:
-                self._server = _Server((self._host, self._port), handler, self._name)
+                self._server = self._new_server((self._host, self._port))
             except OSError as exc:  # socketserver has closed the socket already
                 raise BindError(self._host, self._port, self._name, exc) from exc
-            self._stopping = self._server.stopping
         return self._server
 
     def start(self) -> Self:
@@ -351,8 +279,7 @@ class LoopbackServer:
             return self
 
     def stop(self) -> None:
-        """Idempotent. Open streams get up to a second to end cleanly; then every connection
-        is closed, so clients see the server go away."""
+        """Idempotent. Every connection is closed, so clients see the server go away."""
         with self._lock:
             server, thread = self._server, self._thread
             self._server, self._thread = None, None
@@ -360,7 +287,7 @@ class LoopbackServer:
             return
         if thread is not None:  # shutdown() waits for serve_forever(): only once it ran
             server.shutdown()
-            server.end_streams(_STREAM_DRAIN_SEC)
+            server.end()
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)
@@ -375,3 +302,22 @@ class LoopbackServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class LoopbackServer(ServerThread):
+    """Serve `dispatch` on http://HOST:PORT within the `exposed` limits."""
+
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        name: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        exposed: Exposed = _LIMITS,
+    ) -> None:
+        super().__init__(name, host, port)
+        attributes = {"dispatch": staticmethod(dispatch), "exposed": exposed}
+        self._handler = type(f"{name}-handler", (_ExposedHandler,), attributes)
+
+    def _new_server(self, address: tuple[str, int]) -> Server:
+        return Server(address, self._handler, self._name)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from lbhc.httpserver import LoopbackServer
 from lbhc.sandbox.compute_fake import ComputeFake
+from lbhc.sandbox.streaming import StreamingServer
 from tests.chaos.process import LbhcProcess
 
 Moment = Literal["unsent", "landed", "polling", "delay"]
@@ -53,7 +53,7 @@ class RequestHook(Protocol):
     def after(self, method: str, path: str, headers: Mapping[str, str], status: int) -> None: ...
 
 
-class HookedComputeServer(LoopbackServer):
+class HookedComputeServer(StreamingServer):
     """ComputeFakeServer with a hook around each request (the fake itself is unchanged)."""
 
     def __init__(self, fake: ComputeFake, hook: RequestHook) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from lbhc.httpserver import LoopbackServer
 from lbhc.sandbox.compute_fake import ComputeFake, HealthProber
 from lbhc.sandbox.compute_fake.prober_http import USER_AGENT
+from lbhc.sandbox.streaming import StreamingServer
 from tests.compute_fake.conftest import PROJECT as P
 from tests.compute_fake.conftest import REGION as R
 from tests.compute_fake.conftest import Api, check_url, instance_url
@@ -35,7 +35,7 @@ class InstanceServer:
         self.delay = 0.0
         self.seen: list[tuple[float, str, Mapping[str, str]]] = []  # (time, path, headers)
         self._lock = threading.Lock()
-        self._server = LoopbackServer(self._dispatch, "instance").start()
+        self._server = StreamingServer(self._dispatch, "instance").start()
 
     def _dispatch(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes

@@ -369,13 +369,13 @@ class IamCredentialsStandIn:
     `granted`. It records what it was asked, to check who asked for what."""
 
     def __init__(self, account: str) -> None:
-        from lbhc.httpserver import LoopbackServer
+        from lbhc.sandbox.streaming import StreamingServer
         from tests.e2e.gcp import GENERATE_ACCESS_TOKEN_PATH
 
         self.path = GENERATE_ACCESS_TOKEN_PATH.format(account)
         self.granted = False
         self.asked: list[tuple[str, dict[str, str], dict[str, Any]]] = []
-        self.server = LoopbackServer(self._serve, "iam-credentials-stand-in")
+        self.server = StreamingServer(self._serve, "iam-credentials-stand-in")
 
     def _serve(
         self, method: str, path: str, headers: Any, body: bytes

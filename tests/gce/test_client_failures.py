@@ -16,8 +16,8 @@ from lbhc.errors import SetupError
 from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
 from lbhc.gce.errors import GceNotCompute, GceScopeError, GceUnreachable
-from lbhc.httpserver import LoopbackServer
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from lbhc.sandbox.streaming import StreamingServer
 from tests.builders import PROJECT, REGION
 from tests.conftest import ComputeEnv
 from tests.hostile.conftest import free_port
@@ -43,7 +43,7 @@ class Attempts:
 @pytest.fixture
 def html_404() -> Iterator[str]:
     page = b"<html><body>Not Found</body></html>"
-    with LoopbackServer(lambda *_: (404, {"Content-Type": "text/html"}, page), "html") as s:
+    with StreamingServer(lambda *_: (404, {"Content-Type": "text/html"}, page), "html") as s:
         yield s.url
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from lbhc.httpserver import LoopbackServer
+from lbhc.sandbox.streaming import StreamingServer
 from tests.builders import PROJECT, REGION
 from tests.hostile.cli import Outcome, run_cli
 from tests.hostile.conftest import Fakes, free_port
@@ -382,8 +382,8 @@ def not_compute() -> Iterator[dict[int, str]]:
     page = b"<html><body><h1>Hello</h1></body></html>"
     html = {"Content-Type": "text/html"}
     with (
-        LoopbackServer(lambda *_: (404, html, page), "not-compute-404") as missing,
-        LoopbackServer(lambda *_: (200, html, page), "not-compute-200") as home,
+        StreamingServer(lambda *_: (404, html, page), "not-compute-404") as missing,
+        StreamingServer(lambda *_: (200, html, page), "not-compute-200") as home,
     ):
         yield {404: missing.url, 200: home.url}
 

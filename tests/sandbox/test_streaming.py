@@ -1,5 +1,6 @@
-"""The loopback server's streamed bodies: chunked, flushed per chunk, ended by the client
-going away, cut by an exception, and never hanging stop()."""
+"""The fakes' server (lbhc.sandbox.streaming): streamed bodies chunked, flushed per chunk,
+ended by the client going away, cut by an exception, and never hanging stop(); request bodies
+read whole, sent with a length or chunked."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lbhc.httpserver import Body, LoopbackServer
+from lbhc.sandbox.streaming import Body, StreamingServer
 
 BOUND_SEC = 3.0  # generous for a loaded machine; the fast paths take a tick (~0.1 s)
 
@@ -59,7 +60,7 @@ def gates() -> Gates:
 
 
 @pytest.fixture
-def server(gates: Gates) -> Iterator[LoopbackServer]:
+def server(gates: Gates) -> Iterator[StreamingServer]:
     def dispatch(
         method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, Mapping[str, str], Body]:
@@ -71,20 +72,22 @@ def server(gates: Gates) -> Iterator[LoopbackServer]:
         }
         if path in streams:
             return 200, {"Content-Type": "text/plain"}, streams[path]()
+        if path == "/echo":
+            return 200, {"Content-Type": "text/plain"}, method.encode() + b" " + body
         return 200, {"Content-Type": "text/plain"}, b"plain"
 
-    with LoopbackServer(dispatch, "loopback-test") as running:
+    with StreamingServer(dispatch, "loopback-test") as running:
         yield running
         gates.block.set()
 
 
-def connect(server: LoopbackServer) -> http.client.HTTPConnection:
+def connect(server: StreamingServer) -> http.client.HTTPConnection:
     parts = urlsplit(server.url)
     return http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=BOUND_SEC)
 
 
 def test_chunks_are_flushed_one_by_one_and_the_connection_is_reused(
-    server: LoopbackServer, gates: Gates
+    server: StreamingServer, gates: Gates
 ) -> None:
     conn = connect(server)
     conn.request("GET", "/ticking")
@@ -102,7 +105,7 @@ def test_chunks_are_flushed_one_by_one_and_the_connection_is_reused(
     conn.close()
 
 
-def test_a_client_that_goes_away_ends_the_stream(server: LoopbackServer, gates: Gates) -> None:
+def test_a_client_that_goes_away_ends_the_stream(server: StreamingServer, gates: Gates) -> None:
     conn = connect(server)
     conn.request("GET", "/forever")
     response = conn.getresponse()
@@ -114,7 +117,7 @@ def test_a_client_that_goes_away_ends_the_stream(server: LoopbackServer, gates: 
 
 
 def test_an_exception_cuts_the_connection_without_the_last_chunk(
-    server: LoopbackServer, gates: Gates
+    server: StreamingServer, gates: Gates
 ) -> None:
     conn = connect(server)
     conn.request("GET", "/failing")
@@ -128,7 +131,7 @@ def test_an_exception_cuts_the_connection_without_the_last_chunk(
 
 
 @pytest.mark.parametrize("path", ["/forever", "/stuck"])
-def test_stop_does_not_hang_on_open_streams(server: LoopbackServer, path: str) -> None:
+def test_stop_does_not_hang_on_open_streams(server: StreamingServer, path: str) -> None:
     conns = [connect(server) for _ in range(3)]
     responses = []
     for conn in conns:
@@ -154,7 +157,7 @@ def test_stop_does_not_hang_on_open_streams(server: LoopbackServer, path: str) -
 
 
 def test_a_stopped_server_does_not_answer_on_kept_alive_connections(
-    server: LoopbackServer,
+    server: StreamingServer,
 ) -> None:
     conn = connect(server)
     conn.request("GET", "/plain")
@@ -166,4 +169,21 @@ def test_a_stopped_server_does_not_answer_on_kept_alive_connections(
     with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
         conn.request("GET", "/plain")
         conn.getresponse()
+    conn.close()
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+def test_request_bodies_are_read_whole_with_a_length_or_chunked(
+    server: StreamingServer, method: str
+) -> None:
+    conn = connect(server)
+    conn.request(method, "/echo", body=b"sized body")
+    assert conn.getresponse().read() == method.encode() + b" sized body"
+
+    chunks = iter([b"chunked ", b"in ", b"three"])  # an iterable: http.client sends it chunked
+    conn.request(method, "/echo", body=chunks, encode_chunked=True)
+    assert conn.getresponse().read() == method.encode() + b" chunked in three"
+
+    conn.request("GET", "/plain")  # each body was read to its end: the connection goes on
+    assert conn.getresponse().read() == b"plain"
     conn.close()

@@ -10,13 +10,13 @@ import threading
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from lbhc.httpserver import LoopbackServer
+from lbhc.sandbox.streaming import StreamingServer
 
 _ROOT = "/computeMetadata/v1/"
 _ACCOUNT = "instance/service-accounts/default/"
 
 
-class FakeMetadata(LoopbackServer):
+class FakeMetadata(StreamingServer):
     def __init__(self, access_token: str, project: str, email: str) -> None:
         self.tokens_served = 0
         self._lock = threading.Lock()

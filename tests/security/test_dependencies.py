@@ -17,7 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from lbhc.httpserver import LoopbackServer
+from lbhc.sandbox.streaming import StreamingServer
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
@@ -101,7 +101,7 @@ def index() -> Iterator[str]:
             return 404, {}, b""
         return 200, {"Content-Type": "application/json"}, json.dumps(INDEX[key]).encode()
 
-    with LoopbackServer(dispatch, "fake-index") as server:
+    with StreamingServer(dispatch, "fake-index") as server:
         yield server.url
 
 

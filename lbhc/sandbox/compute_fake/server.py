@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lbhc.httpserver import LoopbackServer
+from lbhc.sandbox.streaming import StreamingServer
 
 from .fake import ComputeFake
 
 
-class ComputeFakeServer(LoopbackServer):
+class ComputeFakeServer(StreamingServer):
     def __init__(self, fake: ComputeFake, host: str = "127.0.0.1", port: int = 0) -> None:
         self.fake = fake
 

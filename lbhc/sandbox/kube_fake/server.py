@@ -9,12 +9,12 @@ from typing import Self
 
 import yaml
 
-from lbhc.httpserver import Body, LoopbackServer
+from lbhc.sandbox.streaming import Body, StreamingServer
 
 from .fake import KubeFake
 
 
-class KubeFakeServer(LoopbackServer):
+class KubeFakeServer(StreamingServer):
     """`name` labels what this server takes in the fake's journal and lets faults single it
     out: several servers over one fake are an HA apiserver's fronts, one per client."""
 

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Self
 from urllib.parse import urlsplit
 
-from lbhc.httpserver import Body, LoopbackServer
+from lbhc.sandbox.streaming import Body, StreamingServer
 
 from .behaviour import Version, reachable, respond
 
@@ -57,7 +57,7 @@ class KubeProxyServer:
         self._clock = clock
         self._requests = 0
         self._lock = threading.Lock()
-        self._server = LoopbackServer(self._dispatch, f"{name}-health", host, port)
+        self._server = StreamingServer(self._dispatch, f"{name}-health", host, port)
         self._port: int | None = None
 
     @property
