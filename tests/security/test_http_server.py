@@ -6,18 +6,23 @@ Raw sockets, so the requests are exactly as written."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 import pytest
 
+from lbhc import httpserver
 from lbhc.controller.http import health_server
 from lbhc.controller.metrics import Metrics
 from lbhc.httpserver import Exposed, LoopbackServer
@@ -277,6 +282,76 @@ def test_stop_returns_with_hostile_connections_open() -> None:
         started = time.monotonic()
         s.stop()
         assert time.monotonic() - started < GENEROUS
+
+
+# ---- whole bodies only, nothing of the sandbox -------------------------------------------
+
+
+def test_an_iterable_body_is_refused_not_streamed(caplog: pytest.LogCaptureFixture) -> None:
+    """Streaming is the fakes' (lbhc.sandbox.streaming), not the controller's: a dispatch
+    that returns an iterable gets a 500 with a length, and the reason in the log."""
+    closed = threading.Event()
+
+    def chunks() -> Iterator[bytes]:
+        try:
+            yield b"never sent\n"
+        finally:
+            closed.set()
+
+    def dispatch(
+        method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        if path == "/stream":
+            return 200, {}, chunks()  # type: ignore[return-value]  # what the type forbids
+        return 200, {}, b"whole\n"
+
+    with (
+        LoopbackServer(dispatch, "no-streams", exposed=LIMITS) as s,
+        connect(s) as sock,
+        sock.makefile("rb") as stream,
+    ):
+        sock.sendall(get("/stream") + get("/whole"))  # pipelined on one connection
+        refused = read_answer(stream)
+        assert (refused.status, refused.body) == (500, b"internal error\n")
+        assert "transfer-encoding" not in refused.headers
+        assert read_answer(stream).body == b"whole\n"  # the connection was not broken
+    assert "generator, not bytes: this server sends whole bodies, it does not stream" in (
+        caplog.text
+    )
+
+
+def test_a_stopped_server_closes_its_kept_alive_connections() -> None:
+    """At once, not when the idle connection's request deadline (longer than our read's
+    timeout) would have closed it."""
+    patient = Exposed(request_timeout_sec=GENEROUS * 4)
+    with (
+        health_server("127.0.0.1:0", Metrics(), lambda: (True, "ok"), exposed=patient) as s,
+        connect(s) as sock,
+        sock.makefile("rb") as stream,
+    ):
+        sock.sendall(get("/healthz"))
+        assert read_answer(stream).status == 200
+        s.stop()
+        assert stream.read(1) == b""  # closed with the server: clients see it gone
+
+
+def test_the_server_needs_nothing_of_the_sandbox() -> None:
+    """The controller image leaves lbhc/sandbox out (.dockerignore): the module imports none
+    of it, now or later (a function's own import included)."""
+    source = Path(httpserver.__file__)
+    imported = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." * node.level + (node.module or ""))
+    assert not [name for name in imported if name.startswith(("lbhc.sandbox", "."))]
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, lbhc.httpserver; print(*sorted(sys.modules))"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.split()  # fmt: skip
+    assert "lbhc.httpserver" in loaded
+    assert not [name for name in loaded if name.startswith("lbhc.sandbox")]
 
 
 # ---- the controller's own server has these limits -----------------------------------------
