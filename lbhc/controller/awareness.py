@@ -6,7 +6,6 @@ Events fire on transitions, not every pass, so a steady cluster stays quiet."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from lbhc.controller.drain_timing import DrainTimer
@@ -15,9 +14,6 @@ from lbhc.controller.metrics import Metrics
 from lbhc.planner.drain import DrainState
 from lbhc.planner.readiness import FindingKind
 from lbhc.planner.status import StatusReport
-
-log = logging.getLogger(__name__)
-CONFLICT = 409
 
 # Warnings only for real problems: a node no pool drains, or one lbhc cannot judge. A node in
 # no target pool (not-applicable) has nothing to drain and gets no Event at all.

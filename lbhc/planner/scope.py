@@ -14,9 +14,10 @@ from lbhc.planner.services import is_load_balancer
 
 # Services the cloud provider gives no target pool (kubernetes/cloud-provider-gcp
 # providers/gce/gce_util.go, shouldProcessNetLB and usesL4RBS): backend-service network LBs,
-# made by GKE's ingress-gce, and internal LBs.
+# made by GKE's ingress-gce (the l4-rbs annotation, or loadBalancerClass
+# networking.gke.io/l4-regional-external: any class but the legacy one is another
+# controller's), and internal LBs.
 RBS_ANNOTATION = "cloud.google.com/l4-rbs"
-RBS_CLASS = "networking.gke.io/l4-regional-external"
 LEGACY_NETLB_CLASS = "networking.gke.io/l4-regional-external-legacy"
 INTERNAL_LB_ANNOTATIONS = (
     "networking.gke.io/load-balancer-type",

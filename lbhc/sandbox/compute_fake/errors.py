@@ -8,7 +8,6 @@ rendered exactly in that shape.
 from __future__ import annotations
 
 import http
-import json
 import re
 from typing import Any
 
@@ -59,9 +58,6 @@ class ComputeError(Exception):
             "errors": [{"message": self.message, "domain": self.domain, "reason": self.reason}],
         }
         return {"error": err}
-
-    def body_bytes(self) -> bytes:
-        return json.dumps(self.body()).encode()
 
     def operation_error(self) -> dict[str, Any]:
         """The `error`, `httpErrorStatusCode` and `httpErrorMessage` of a failed operation."""

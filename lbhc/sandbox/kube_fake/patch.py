@@ -18,7 +18,6 @@ from .status import ApiError, bad_request
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = {"merge": MERGE, "strategic": STRATEGIC, "json": JSON_PATCH}
 
 _META = {"metadata.finalizers": "", "metadata.ownerReferences": "uid"}
