@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbhc.controller.backoff import Backoff
-from lbhc.controller.cache import ClusterCache
 from lbhc.controller.controller import Controller, ControllerOptions
 from lbhc.controller.events import EventRecorder, ObjectRef
 from lbhc.controller.http import health_server
@@ -25,6 +24,7 @@ from lbhc.controller.reflector import Reflector
 from lbhc.controller.trigger import Trigger
 from lbhc.gce.client import GceClient
 from lbhc.httpserver import BindError, LoopbackServer
+from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import (
     KubeApi,
     KubeConfig,

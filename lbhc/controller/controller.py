@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from lbhc.controller.awareness import KubeProxyReporter
 from lbhc.controller.backoff import Backoff
-from lbhc.controller.cache import ClusterCache
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
 from lbhc.controller.lb_sampler import FailOpenWatch
 from lbhc.controller.metrics import Metrics
@@ -23,6 +22,7 @@ from lbhc.controller.trigger import Trigger
 from lbhc.executor import Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe_gce_error
+from lbhc.kube.cache import ClusterCache
 from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Plan

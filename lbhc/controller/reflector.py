@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from lbhc.controller.backoff import Backoff
-from lbhc.controller.cache import ClusterCache, Obj
+from lbhc.kube.cache import ClusterCache, Obj
 from lbhc.kube.client import (
     EXPIRED,
     KubeApi,

@@ -8,14 +8,14 @@ Every request has a client-side timeout so a half-open connection cannot hang a 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -31,6 +31,9 @@ from lbhc.kube.decode import (
     describe_validation_error,
 )
 from lbhc.model.cluster import ClusterSnapshot, ConfigMap, DaemonSet, Namespace
+
+if TYPE_CHECKING:
+    from lbhc.kube.cache import ClusterCache
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 500
@@ -474,32 +477,31 @@ class KubeReader:
         self._read_daemonsets = daemonset_selector is not None
 
     def read_snapshot(self, *, complete: bool = False) -> ClusterSnapshot:
-        """A list that fails becomes a gap, so the planner withholds removals instead of
-        acting on half a cluster. `complete`: a list of Nodes, Services or kube-proxy Pods
-        that fails, or an object in one that does not decode, raises KubeReadError instead
-        (one line: what, from which server, why): a one-shot command shows no plan or
-        status from a view it could not read."""
-        gaps: list[str] = []
-        nodes, nodes_complete = self._list(Resource.NODES, NodeList, gaps, complete)
-        services, _ = self._list(Resource.SERVICES, ServiceList, gaps, complete)
+        """Every list once, into a ClusterCache whose snapshot is the one the controller's
+        watch cache would give for the same objects: `plan`, `status` and `run` assemble
+        the planner's view in one place. A list that fails is a gap, so the planner
+        withholds removals instead of acting on half a cluster. `complete`: a list of Nodes,
+        Services or kube-proxy Pods that fails, or an object in one that does not decode,
+        raises KubeReadError instead (one line: what, from which server, why): a one-shot
+        command shows no plan or status from a view it could not read."""
+        # Here, not at the top: the cache module imports Resource from this one.
+        from lbhc.kube.cache import ClusterCache
+
+        kube_system_uid = read_kube_system_uid(self._api) if self._read_cluster_uid else None
+        cache = ClusterCache(kube_system_uid)
+        self._fill(cache, Resource.NODES, NodeList, complete)
+        self._fill(cache, Resource.SERVICES, ServiceList, complete)
         try:
             self._api.detect_selectors(daemonsets=self._read_daemonsets)
         except Exception as exc:  # the list of the first alternative will say what is wrong
             if complete:
                 raise KubeReadError(self._unreadable(Resource.KUBE_PROXY_PODS, exc)) from exc
             log.warning("cannot tell how kube-proxy is labelled (%s)", describe_kube_error(exc))
-        pods, pods_complete = self._list(Resource.KUBE_PROXY_PODS, PodList, gaps, complete)
-        return ClusterSnapshot(
-            nodes=nodes,
-            services=services,
-            kube_proxy_pods=pods,
-            kube_system_uid=read_kube_system_uid(self._api) if self._read_cluster_uid else None,
-            gaps=tuple(gaps),
-            # An undecodable Node or Pod may be the old kube-proxy: skew cannot be ruled out.
-            versions_complete=nodes_complete and pods_complete,
-            kube_proxy_daemonsets=self._daemonsets(),
-            observed_at=time.time(),
-            cloud_provider_uid=cloud_provider_uid_or_none(self._api),
+        self._fill(cache, Resource.KUBE_PROXY_PODS, PodList, complete)
+        cache.replace(Resource.KUBE_PROXY_DAEMONSETS, self._daemonsets())
+        snapshot = cache.snapshot()
+        return dataclasses.replace(
+            snapshot, cloud_provider_uid=cloud_provider_uid_or_none(self._api)
         )
 
     def _daemonsets(self) -> tuple[DaemonSet, ...]:
@@ -517,27 +519,25 @@ class KubeReader:
             )
             return ()
 
-    def _list(
-        self, resource: Resource, model: type[ObjectList], gaps: list[str], complete: bool
-    ) -> tuple[tuple[Any, ...], bool]:
-        """(what decoded, complete): a failed list or an undecodable object is a gap, or
-        with `complete` an error."""
+    def _fill(
+        self, cache: ClusterCache, resource: Resource, model: type[ObjectList], complete: bool
+    ) -> None:
+        """The list into the cache: what decoded, and what did not as a gap; a failed list
+        is a gap too, or with `complete` an error."""
         try:
             listing = list_all(self._api, resource, model)
         except Exception as exc:
             if complete:
                 raise KubeReadError(self._unreadable(resource, exc)) from exc
-            gaps.append(f"{resource} could not be listed: {describe_kube_error(exc)}")
-            return (), False
-        if listing.undecodable:
+            cache.mark_problem(resource, f"could not be listed: {describe_kube_error(exc)}")
+            return
+        if listing.undecodable and complete:
             gap = undecodable_gap(resource, listing.undecodable)
-            if complete:
-                raise KubeReadError(
-                    f"cannot read the cluster from {self._where()}: {gap}; lbhc shows nothing "
-                    "from a partial view (the controller withholds removals meanwhile)"
-                )
-            gaps.append(gap)
-        return listing.items, not listing.undecodable
+            raise KubeReadError(
+                f"cannot read the cluster from {self._where()}: {gap}; lbhc shows nothing "
+                "from a partial view (the controller withholds removals meanwhile)"
+            )
+        cache.replace(resource, listing.items, {u.key: u.problem for u in listing.undecodable})
 
     def _where(self) -> str:
         return f"the Kubernetes API server at {self._target}" if self._target else "the cluster"

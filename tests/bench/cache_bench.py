@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lbhc.controller.cache import ClusterCache
 from lbhc.controller.reflector import Reflector
+from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import KubeApi, KubeConfig, Resource, list_all, make_api_client
 from lbhc.kube.decode import NodeList, PodList, ServiceList
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer

@@ -11,8 +11,8 @@ from typing import Any
 
 import lbhc.controller.app as app_module
 from lbhc.controller.app import ControllerApp, RunOptions
-from lbhc.controller.cache import ClusterCache
 from lbhc.controller.controller import Controller
+from lbhc.kube.cache import ClusterCache
 from lbhc.model.plan import Plan
 from tests.bench.world import FakeWorld, settings
 

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from lbhc.controller.app import ControllerApp
 from lbhc.controller.backoff import Backoff
-from lbhc.controller.cache import PLANNING_RESOURCES
+from lbhc.kube.cache import PLANNING_RESOURCES
 from lbhc.kube.client import KubeConfig
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name

@@ -17,8 +17,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 
 from lbhc.controller.backoff import Backoff
-from lbhc.controller.cache import ClusterCache
 from lbhc.controller.reflector import Reflector
+from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import KubeApi, KubeConfig, Resource, make_api_client
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.controller.harness import node_obj, wait_for

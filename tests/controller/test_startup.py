@@ -8,13 +8,13 @@ import urllib.error
 import urllib.request
 
 from lbhc.controller.app import ControllerApp
-from lbhc.controller.cache import ClusterCache
 from lbhc.controller.controller import Controller, ControllerOptions
 from lbhc.controller.events import ObjectRef
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.trigger import Trigger
 from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
+from lbhc.kube.cache import ClusterCache
 from lbhc.planner.config import PlannerConfig
 from tests.controller.harness import World, wait_for, world
 

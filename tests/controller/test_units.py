@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from lbhc.controller.cache import ClusterCache
 from lbhc.controller.trigger import Trigger
 from lbhc.durations import parse_bool, parse_duration
+from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import Resource
 from lbhc.model.cluster import Node
 

@@ -1,5 +1,7 @@
-"""The watch cache: the latest projection of every watched object, and how much of the
-cluster it can vouch for. Its snapshot is what the planner sees."""
+"""The cluster as lbhc knows it: the latest projection of every object, and how much of the
+cluster it can vouch for. The controller keeps it current with watches; a one-shot command
+fills it from one list of each (KubeReader). Its snapshot is what the planner sees, assembled
+here only, so `plan`, `status` and `run` cannot drift apart."""
 
 from __future__ import annotations
 
