@@ -14,7 +14,7 @@ from lbhc.model.cloud import http_health_check_url, network_url
 from lbhc.planner.shared import ownership_description
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.compute_fake.journal import JournalEntry
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 OTHER_CLUSTER = "0badc0de"
 TEAM_CHECK, TEAM_FIREWALL, TEAM_POOL = "team-payments-hc", "team-payments-fw", "team-payments-pool"

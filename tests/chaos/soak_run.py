@@ -23,7 +23,7 @@ from tests.chaos.soak_journal import wrong_gce_writes, wrong_kube_writes
 from tests.chaos.soak_monitor import BlackHoleMonitor, Tally
 from tests.chaos.soak_oracle import Oracle, eligible_pools, ours, shared_problems
 from tests.chaos.soak_world import IDENTITY, SoakOptions, SoakWorld
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 log = logging.getLogger(__name__)
 

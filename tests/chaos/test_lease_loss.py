@@ -32,7 +32,7 @@ from tests.chaos.lease_world import (
     replicas,
 )
 from tests.chaos.record import record
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 LOSSES_PER_RUN = {"short": 1, "full": 24}
 

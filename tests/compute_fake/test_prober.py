@@ -18,7 +18,7 @@ from lbhc.sandbox.streaming import StreamingServer
 from tests.compute_fake.conftest import PROJECT as P
 from tests.compute_fake.conftest import REGION as R
 from tests.compute_fake.conftest import Api, check_url, instance_url
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 SCALE = 0.05
 INTERVAL_SEC, TIMEOUT_SEC = 4, 2  # 0.2 s and 0.1 s scaled

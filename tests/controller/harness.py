@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,23 +19,12 @@ from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import load_settings
 from tests.builders import CLOUD_PROVIDER_UID
 from tests.kube import conftest as kube_builders
+from tests.waiting import wait_for as wait_for  # re-exported: dozens of tests import it here
 
 PROJECT, REGION = "proj", "us-central1"
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "kube-system"))
 NAME = shared_resource_name("k8s-l4-healthcheck", cluster_id_from_uid(KUBE_SYSTEM_UID))
 URL = http_health_check_url(PROJECT, NAME)
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll until `condition()` is truthy; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        time.sleep(0.02)
 
 
 def node_obj(name: str, kubelet: str = "v1.31.4") -> dict[str, Any]:

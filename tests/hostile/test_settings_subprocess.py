@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from lbhc.cli.parser import EXIT_OK, EXIT_USAGE
-from tests.controller.harness import wait_for
 from tests.hostile.conftest import Fakes, free_port, port_is_free
 from tests.hostile.test_settings_errors import argv, base_flags
+from tests.waiting import wait_for
 
 
 def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

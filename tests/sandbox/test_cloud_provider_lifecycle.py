@@ -14,7 +14,7 @@ import pytest
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER, SandboxSpec
 from lbhc.sandbox.upstream.compute import USER_AGENT
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 NS = "demo"
 

@@ -15,7 +15,7 @@ from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.sandbox import NODE_TAG, Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec
 from lbhc.sandbox.upstream import names
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 HC_URL = "https://www.googleapis.com/compute/v1/projects/sandbox-project/global/httpHealthChecks/"
 CHECKERS = ["130.211.0.0/22", "35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"]

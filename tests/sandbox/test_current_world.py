@@ -18,7 +18,7 @@ from lbhc.model.cloud import http_health_check_url
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec, node_name
 from lbhc.sandbox.upstream.compute import USER_AGENT as CLOUD_PROVIDER
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
 # web-0, web-1 carry the cloud provider's check; legacy-2 carries none; rbs-3 has no pool.

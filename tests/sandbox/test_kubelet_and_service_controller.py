@@ -10,7 +10,7 @@ from typing import Any
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec, node_name
-from tests.controller.harness import wait_for
+from tests.waiting import wait_for
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
 
