@@ -32,6 +32,7 @@ def wait_for(
     wrong at the end (the last status seen, the log so far). An exception in `tolerate`
     counts as "not yet" (a check refused while it is still being set up); the last one is
     named if time runs out. Any other exception, an assertion included, ends the wait."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's raise
     value, _, last_error = _poll(condition, timeout, every, tolerate)
     if value:
         return value

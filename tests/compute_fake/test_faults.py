@@ -12,6 +12,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from tests.waiting import wait_for
 
 P = "proj"
 R = "us-central1"
@@ -235,10 +236,7 @@ def test_slow_request_is_served_late(server_api: Any, fake: ComputeFake) -> None
     with pytest.raises(requests.Timeout):
         server_api.session.request("POST", url, json={"name": "late"}, timeout=0.2)
     assert "late" not in fake.http_health_checks(P)
-    deadline = time.monotonic() + 10
-    while "late" not in fake.http_health_checks(P):
-        assert time.monotonic() < deadline, "the held request never landed"
-        time.sleep(0.02)
+    wait_for(lambda: "late" in fake.http_health_checks(P), 10, "the held request to land")
     assert fake.faults.injected() == {"slow_request": 1}
 
 

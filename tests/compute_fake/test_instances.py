@@ -4,7 +4,6 @@ transports: the fingerprint's optimistic locking, errors, the operation's life, 
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from typing import Any
 
@@ -14,6 +13,7 @@ from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.compute_fake.resources.instances import STALE_FINGERPRINT
+from tests.waiting import wait_for
 
 P = "proj"
 Z = "us-central1-a"
@@ -207,10 +207,7 @@ def test_zone_operations_wait_blocks_until_done(
         )
     )
     waiter.start()
-    deadline = time.monotonic() + 5
-    while fake.waiters != 1:
-        assert time.monotonic() < deadline, "the wait never started"
-        time.sleep(0.005)
+    wait_for(lambda: fake.waiters == 1, 5, "the wait to start")
     clock.advance(LATENCY)
     waiter.join(timeout=10)
     assert not waiter.is_alive()

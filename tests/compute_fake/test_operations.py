@@ -12,6 +12,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from tests.waiting import wait_for
 
 P = "proj"
 R = "us-central1"
@@ -26,13 +27,6 @@ def fake(clock: Any) -> ComputeFake:
     fake = ComputeFake(operation_latency=LATENCY, clock=clock)
     fake.add_network(P, "default")
     return fake
-
-
-def wait_for(condition: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
 
 
 def op_path(op: dict[str, Any]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +19,7 @@ from lbhc.sandbox.compute_fake import (
     JournalEntry,
     mount_responses,
 )
+from tests.waiting import wait_for
 
 P = "proj"
 R = "us-central1"
@@ -140,9 +140,9 @@ def test_wait_does_not_block_other_requests(clock: Any, make_api: Any) -> None:
         waiter.start()
         other = make_api(server.url)
         try:
-            while fake.waiters == 0:  # until the wait request is blocked inside the fake
-                assert waiter.is_alive()
-                time.sleep(0.001)
+            # Until the wait request is blocked inside the fake (or its thread ended early).
+            wait_for(lambda: fake.waiters > 0 or not waiter.is_alive(), what="a blocked wait")
+            assert waiter.is_alive()
             assert other.call("GET", HCS).get("items") is None  # served while wait blocks
             clock.advance(10)
             waiter.join(timeout=5)
