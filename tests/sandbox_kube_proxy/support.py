@@ -1,11 +1,9 @@
-"""Helpers for the kube-proxy emulator's tests: raw HTTP over real sockets, waiting on
-conditions with a deadline, and Node/Pod dicts built on tests.kube.conftest's builders."""
+"""Helpers for the kube-proxy emulator's tests: raw HTTP over real sockets and Node/Pod
+dicts built on tests.kube.conftest's builders."""
 
 from __future__ import annotations
 
 import http.client
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,15 +43,6 @@ def refused(endpoint: tuple[str, int]) -> bool:
     except ConnectionRefusedError:
         return True
     return False
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0, what: str = "") -> None:
-    """Poll `condition` until true; fail after `timeout` seconds instead of hanging."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout}s: {what or condition}")
-        time.sleep(0.01)
 
 
 def add_node(

@@ -21,8 +21,8 @@ from tests.sandbox_kube_proxy.support import (
     refused,
     set_image,
     status,
-    wait_until,
 )
+from tests.waiting import wait_for
 
 Fleet = Callable[..., KubeProxyFleet]
 
@@ -250,9 +250,9 @@ def test_the_background_thread_follows_the_fake(kube: KubeFake) -> None:
     add_node(kube, "n1", "v1.27.16")
     with KubeProxyFleet(kube, port=0, interval=0.02).start() as fleet:
         add_node(kube, "n2", "v1.31.4")
-        wait_until(lambda: fleet.endpoint("n2") is not None, what="n2 served")
+        wait_for(lambda: fleet.endpoint("n2") is not None, what="n2 served")
         set_image(kube, "n1", "registry.k8s.io/kube-proxy:v1.31.4")
-        wait_until(lambda: answers_200(fleet, "n1"))
+        wait_for(lambda: answers_200(fleet, "n1"), what="n1 answering 200")
         assert fleet.last_error is None
 
 
