@@ -19,7 +19,7 @@ Errors = tuple[type[BaseException], ...]
 
 
 def wait_for(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     timeout: float = 10.0,
     what: str | Callable[[], str] = "",
     every: float = 0.02,
@@ -51,7 +51,7 @@ def seconds_until(
 
 
 def _poll(
-    condition: Callable[[], T], timeout: float, every: float, tolerate: Errors
+    condition: Callable[[], T | None], timeout: float, every: float, tolerate: Errors
 ) -> tuple[T | None, float, BaseException | None]:
     """The loop: (the first truthy value or the last falsy one, seconds elapsed when it was
     seen, the last tolerated error). The last look is at the deadline, not up to `every`

@@ -24,6 +24,7 @@ from lbhc.sandbox.compute_fake import JournalEntry
 from lbhc.settings import Settings
 from tests.chaos.compute_world import API, FaultWorld
 from tests.controller.harness import NAME, PROJECT, REGION
+from tests.waiting import wait_for
 
 URL = http_health_check_url(PROJECT, NAME)
 
@@ -104,22 +105,18 @@ def wait_converged(
 ) -> float:
     """Poll until converged; the monotonic time it was first seen so (same clock as the
     fake's journal). Fails with what is still wrong after `bound` seconds."""
-    deadline = time.monotonic() + bound
     last: list[str] = []
-    while time.monotonic() < deadline:
-        last = problems(fw, conflict_pools)
-        if not last:
-            return time.monotonic()
-        time.sleep(0.02)
-    raise AssertionError(f"{what}: not converged within {bound:.1f} s: {last}")
+
+    def converged() -> float | None:
+        last[:] = problems(fw, conflict_pools)
+        return None if last else time.monotonic()
+
+    return wait_for(converged, bound, lambda: f"convergence ({what}); still wrong: {last}")
 
 
 def wait_passes(fw: FaultWorld, count: int, bound: float) -> None:
     start = fw.passes
-    deadline = time.monotonic() + bound
-    while fw.passes < start + count:
-        assert time.monotonic() < deadline, f"fewer than {count} passes in {bound:.1f} s"
-        time.sleep(0.02)
+    wait_for(lambda: fw.passes >= start + count, bound, f"{count} more passes")
 
 
 def assert_stable(fw: FaultWorld, passes: int = 3, conflict_pools: Iterable[str] = ()) -> None:

@@ -14,10 +14,9 @@ import inspect
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -268,13 +267,3 @@ def force_relist(w: World) -> None:
     w.kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bump"}})
     w.kube.compact()
     w.kube.faults.drop_watches()
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, every: float = 0.05) -> float | None:
-    """Seconds until `condition()` held, or None if it did not within `timeout`."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if condition():
-            return time.monotonic() - start
-        time.sleep(every)
-    return None

@@ -40,10 +40,10 @@ from tests.chaos.kube_world import (
     pool_of,
     recovery_bound,
     seed_cluster,
-    wait_until,
 )
 from tests.chaos.record import record
-from tests.controller.harness import NAME, PROJECT, World, node_obj, wait_for, world
+from tests.controller.harness import NAME, PROJECT, World, node_obj, world
+from tests.waiting import seconds_until, wait_for
 
 SERVICES = "/api/v1/services"
 PODS = "/pods"
@@ -291,7 +291,7 @@ def test_kube_fault_withholds_removals_and_misses_no_change(
             seen_after = _staggered_recovery(run, cluster, monitor) if case.staggered else None
             complete_from = time.monotonic() if (hold or case.staggered) else started
             bound = recovery_bound(app, hold, mutations=4, extra=seconds - hold)
-            converged = wait_until(lambda: not cluster.unmet(), bound)
+            converged = seconds_until(lambda: not cluster.unmet(), bound)
             gaps = monitor.intervals(since=started)
             low_water = monitor.fresh_low_water("services")
 
@@ -360,7 +360,7 @@ def test_a_burst_of_service_events_is_kept_up_with(chaos_scale: str) -> None:
             passes, kube_seen = app.controller.passes, len(w.kube.journal)
             burst = run_burst(w, services, events, random.Random(8))
             bound = (burst.ended - burst.started) + recovery_bound(app, 0, mutations=events)
-            converged = wait_until(lambda: not burst_unmet(w, burst), bound, every=0.5)
+            converged = seconds_until(lambda: not burst_unmet(w, burst), bound, every=0.5)
         missed = burst_unmet(w, burst)
         mutations = w.mutations()
         false = [m for m in mutations if is_removal(m) and pool_of(m) not in burst.ever_local]
