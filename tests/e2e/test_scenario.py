@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.world import World, poll_until, resource_key
+from tests.e2e.world import TRANSIENT, World, resource_key
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -41,11 +42,12 @@ def apply_and_check_attached(world: World) -> dict[str, Any]:
 
 def wait_healthy(world: World, nodes: tuple[str, ...]) -> None:
     for node in nodes:
-        poll_until(
+        wait_for(
             lambda n=node: world.lb_states(n) == {"HEALTHY"},  # type: ignore[misc]
             world.settle_timeout,
-            world.poll_every,
             f"{node} HEALTHY in {world.cluster_pool} (getHealth)",
+            every=world.poll_every,
+            tolerate=TRANSIENT,
         )
 
 
@@ -130,11 +132,12 @@ def test_node_being_deleted_turns_unhealthy_in_get_health_within_the_bound_and_b
     others = tuple(n for n in world.nodes if n != victim)
 
     marked_at = world.mark_being_deleted(victim)
-    seen_at = poll_until(
+    seen_at = wait_for(
         lambda: world.lb_states(victim) == {"UNHEALTHY"} and time.monotonic(),
         2 * (bound + world.drain_margin) + 10,
-        world.poll_every,
         f"{victim} UNHEALTHY in getHealth",
+        every=world.poll_every,
+        tolerate=TRANSIENT,
     )
     drain = float(seen_at) - marked_at
     limit = bound + world.drain_margin
@@ -169,11 +172,12 @@ def test_node_being_deleted_turns_unhealthy_in_get_health_within_the_bound_and_b
     assert all(drain_states[n] == "serving" for n in others), drain_states
 
     restored_at = world.restore(victim)
-    back_at = poll_until(
+    back_at = wait_for(
         lambda: world.lb_states(victim) == {"HEALTHY"} and time.monotonic(),
         2 * (bound + world.drain_margin) + 10,
-        world.poll_every,
         f"{victim} HEALTHY again in getHealth",
+        every=world.poll_every,
+        tolerate=TRANSIENT,
     )
     recovery = float(back_at) - restored_at
     recovery_limit = interval * (check.healthy_threshold + 1) + world.drain_margin

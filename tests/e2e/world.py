@@ -28,10 +28,10 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from google.api_core.exceptions import GoogleAPICallError
 
@@ -53,7 +53,9 @@ from tests.e2e.gcp import (
     node_object,
 )
 
-T = TypeVar("T")
+# Not yet, rather than failed, while waiting on GCE: a getHealth refused while a check is
+# still being set up (wait_for's `tolerate`).
+TRANSIENT = (GoogleAPICallError,)
 Object = dict[str, Any]
 
 KUBE_PROXY_VERSION = "v1.31.4"  # serves /healthz and /livez, fails /healthz while draining
@@ -70,31 +72,6 @@ FAKE_DRAIN_MARGIN_SEC = 1.0
 # change through the metadata server; 30 s covers both plus the 2 s poll (README).
 GCP_DRAIN_MARGIN_ENV = "LBHC_E2E_DRAIN_MARGIN_SEC"
 GCP_DRAIN_MARGIN_SEC = 30.0
-
-
-def poll_until(
-    condition: Callable[[], T],
-    timeout: float,
-    every: float,
-    what: str,
-    tolerate: tuple[type[BaseException], ...] = (GoogleAPICallError,),
-) -> T:
-    """`condition()`'s first truthy value; AssertionError naming `what` (and the last error
-    tolerated meanwhile: a getHealth refused while a check is still being set up) after
-    `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last_error: BaseException | None = None
-    while True:
-        try:
-            value = condition()
-        except tolerate as exc:
-            last_error, value = exc, None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            suffix = f" (last error: {last_error})" if last_error else ""
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{suffix}")
-        time.sleep(every)
 
 
 def resource_key(url: str) -> str:
