@@ -20,6 +20,7 @@ from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.kube.conftest import node, seed
 from tests.kube.support import WatchStream
 from tests.kube.test_watch import watch_nodes
+from tests.waiting import wait_for
 
 Open = Callable[[Any], WatchStream]
 
@@ -131,9 +132,7 @@ def test_a_delayed_list_arrives_late_and_stale(
     started = time.monotonic()
     reader = threading.Thread(target=lambda: result.append(get(kube_server, "/api/v1/nodes")))
     reader.start()
-    deadline = time.monotonic() + 5
-    while not kube_fake.journal and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: kube_fake.journal, 5, "the list to be read (its delay then begins)")
     kube_fake.upsert(node("n2"))  # after the list was read: not in it
     reader.join(5)
 
