@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from lbhc.gce.permissions import required_permissions
+from tests import waiting
 from tests.e2e.gcp import Outputs
 
 TF_DIR = Path(__file__).resolve().parent.parent / "terraform"
@@ -178,10 +179,15 @@ class Node:
             conn.close()
 
     def wait_for(self, path: str, status: int, within: float = 5.0) -> None:
-        deadline = time.monotonic() + within
-        while (got := self.get(path)[0]) != status:
-            assert time.monotonic() < deadline, f"{path} stayed {got}, wanted {status}"
-            time.sleep(0.05)
+        got: list[int] = []
+
+        def answers() -> bool:
+            got.append(self.get(path)[0])
+            return got[-1] == status
+
+        waiting.wait_for(
+            answers, within, lambda: f"{path} to answer {status}; it stayed {got[-1]}", every=0.05
+        )
 
 
 @pytest.fixture
