@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec
 from tests.test_readme import README, ROOT
+from tests.waiting import wait_for
 
 SECTION = README.split("## Using it on a real cluster", 1)[1].split("\n## ", 1)[0]
 
@@ -75,11 +75,13 @@ def assert_controller_starts(argv: list[str], env: dict[str, str], tmp_path: Pat
     with log.open("w") as sink:
         process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=sink, stderr=sink)
     try:
-        deadline = time.monotonic() + 60
-        while "reconciled" not in log.read_text():
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+        wait_for(
+            lambda: "reconciled" in log.read_text() or process.poll() is not None,
+            60,
+            lambda: f"a logged pass; the log:\n{log.read_text()}",
+            every=0.1,
+        )
+        assert "reconciled" in log.read_text(), log.read_text()  # not exited before it
     finally:
         process.terminate()
         process.wait(timeout=30)
