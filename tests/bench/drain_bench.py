@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from tests.bench.report import add_output_args, emit, target
+from tests.waiting import wait_for
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
 PROFILES: dict[str, dict[str, int]] = {
@@ -114,7 +115,11 @@ def run_profile(
                 pools = sandbox.compute.target_pools(spec.project, spec.region)
                 return sorted(n for n, p in pools.items() if p.get("healthChecks") == [check_url])
 
-            pools = _wait(lambda: len(attached()) == spec.services - 1 and attached(), timeout)
+            pools = wait_for(
+                lambda: len(attached()) == spec.services - 1 and attached(),
+                timeout,
+                "the check attached to every pool but the Local one",
+            )
             nodes = {
                 node_name(i): instance_url(
                     Node.model_validate(sandbox.kube.get("Node", None, node_name(i))),
@@ -128,7 +133,7 @@ def run_profile(
                 return {s for pool in which for s in gce.get_health(pool, instance)}
 
             for instance in nodes.values():
-                _wait(lambda i=instance: states(i, pools) == {"HEALTHY"}, timeout)  # type: ignore[misc]
+                wait_for(lambda i=instance: states(i, pools) == {"HEALTHY"}, timeout)  # type: ignore[misc]
             probes_before = {n: sandbox.prober.probes(i, check_url) for n, i in nodes.items()}
             window_start = time.monotonic()
             seen: list[float] = []
@@ -140,7 +145,12 @@ def run_profile(
                 time.sleep(rng.uniform(0, interval * scale))  # a random phase of the cycle
                 tainted_at = time.monotonic()
                 sandbox.kube.taint(node, TAINT, str(int(time.time())), "NoSchedule")
-                _wait(lambda i=instance: states(i, pools[:1]) == {"UNHEALTHY"}, timeout, 0.01)  # type: ignore[misc]
+                wait_for(
+                    lambda i=instance: states(i, pools[:1]) == {"UNHEALTHY"},  # type: ignore[misc]
+                    timeout,
+                    f"{node} UNHEALTHY",
+                    every=0.01,
+                )
                 seen_at = time.monotonic()
                 if states(instance, pools) != {"UNHEALTHY"}:
                     raise AssertionError(f"{node}: UNHEALTHY in one pool but not in all")
@@ -153,7 +163,12 @@ def run_profile(
                 seen.append((seen_at - tainted_at) / scale)
                 untainted_at = time.monotonic()
                 sandbox.kube.untaint(node, TAINT)
-                _wait(lambda i=instance: states(i, pools) == {"HEALTHY"}, timeout, 0.01)  # type: ignore[misc]
+                wait_for(
+                    lambda i=instance: states(i, pools) == {"HEALTHY"},  # type: ignore[misc]
+                    timeout,
+                    f"{node} HEALTHY again",
+                    every=0.01,
+                )
                 recovered.append((time.monotonic() - untainted_at) / scale)
             window = (time.monotonic() - window_start) / scale  # real-world seconds
             probe_rates = [
@@ -177,17 +192,6 @@ def run_profile(
         "sandbox_probes_per_second_per_node_per_check": round(statistics.fmean(probe_rates), 3),
         "trials_seconds_real_world": [round(s, 2) for s in seen],
     }
-
-
-def _wait(condition: Any, timeout: float, poll: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s")
-        time.sleep(poll)
 
 
 def main(argv: list[str] | None = None) -> int:
