@@ -1,5 +1,6 @@
-"""Kubernetes-style durations and booleans for flags: `30s`, `5m`, `1h30m`, `250ms`;
-`--flag`, `--flag=true`, `--flag=false`."""
+"""Values as Kubernetes components write them, for flags and settings alike: durations
+(`30s`, `5m`, `1h30m`, `250ms`), booleans (`--flag`, `--flag=true`, `--flag=false`) and
+listen addresses (`HOST:PORT`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 import re
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?)?$")
+_MAX_PORT = 65535
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -28,3 +31,23 @@ def parse_bool(text: str) -> bool:
     if lowered in ("false", "0", "no"):
         return False
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r}: expected true or false")
+
+
+def positive_duration(text: str) -> float:
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: expected more than zero, like 30s, 5m or 1h30m"
+        )
+    return seconds
+
+
+def http_address(text: str) -> str:
+    """HOST:PORT (port 0 picks a free one), checked before anything starts."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not _HOST.match(host) or not port.isdigit() or int(port) > _MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"invalid address {text!r}: expected HOST:PORT such as 0.0.0.0:10258 "
+            "or 127.0.0.1:0 (port 0 picks a free one)"
+        )
+    return text

@@ -8,18 +8,26 @@ import os
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    YamlConfigSettingsSource,
 )
 
+from lbhc.durations import http_address, parse_duration
 from lbhc.gce.config import DEFAULT_ENDPOINT, GceClientConfig
 from lbhc.planner.config import (
     HEALTH_CHECKER_RANGES,
@@ -56,10 +64,17 @@ _QUALIFIED_NAME = re.compile(
 )
 _MAX_GCE_NAME = 63
 _CONTROL_OR_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")
+# The settings of `lbhc run` alone (its flags; LBHC_* and the file reach them too).
+RUN_SETTINGS = frozenset(
+    {"dry_run", "resync_period", "http_address", "log_format", "leader_elect"}
+    | {"leader_elect_lease_duration", "leader_elect_renew_deadline", "leader_elect_retry_period"}
+    | {"leader_elect_resource_namespace", "leader_elect_resource_name"}
+)
 # The settings that are also flags (the rest: LBHC_* env or --config only).
 FLAG_SETTINGS = frozenset(
     {"project", "region", "network", "node_tags", "cluster_id", "gce_endpoint", "kubeconfig"}
     | {"context", "health_check_mode", "network_project"}
+    | RUN_SETTINGS
 )
 # Settings that no longer exist, and what replaced them: named in the error, not "unknown".
 RETIRED_SETTINGS = {
@@ -72,13 +87,72 @@ RETIRED_SETTINGS = {
 CommaList = Annotated[list[str], NoDecode]
 
 
+def as_duration(value: object) -> object:
+    """Text as flags take it, with a unit (`30s`, `5m`, `1h30m`: units make it unambiguous,
+    so `LBHC_RESYNC_PERIOD=300` is refused); a YAML number is seconds."""
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except Exception as exc:  # argparse's error type: the message is what matters
+            raise ValueError(str(exc)) from None
+    return value
+
+
+def _as_address(value: str) -> str:
+    try:
+        return http_address(value)
+    except Exception as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _as_pattern(pattern: re.Pattern[str], expected: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"expected {expected}")
+        return value
+
+    return AfterValidator(check)
+
+
+# Reusable kinds of value, each checked once.
+Duration = Annotated[float, BeforeValidator(as_duration), Field(gt=0, allow_inf_nan=False)]
+ListenAddress = Annotated[str, AfterValidator(_as_address)]
+DnsLabel = Annotated[
+    str, _as_pattern(_DNS_LABEL, "a DNS label such as lbhc-system (a namespace name)")
+]
+DnsSubdomain = Annotated[
+    str,
+    _as_pattern(
+        re.compile(
+            r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+        ),
+        "a DNS subdomain name such as lbhc (lowercase letters, digits, dashes and dots)",
+    ),
+]
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    """The settings file's values, as _read_config_file read (and checked) them."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._values = values
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
 class SettingsError(ValueError):
     pass
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LBHC_", extra="forbid", yaml_file=None)
+    model_config = SettingsConfigDict(env_prefix="LBHC_", extra="forbid")
     node_tags_required: ClassVar[bool] = True
+    file_values: ClassVar[dict[str, Any]] = {}  # the --config file's, once read
 
     # GCE
     project: str
@@ -140,6 +214,21 @@ class Settings(BaseSettings):
     kubeconfig: str | None = None
     context: str | None = None
 
+    # lbhc run: the controller's loop, its HTTP server and leader election
+    dry_run: bool = False
+    resync_period: Duration = 300.0
+    http_address: ListenAddress = "0.0.0.0:10258"
+    log_format: Literal["json", "text"] = "json"
+    leader_elect: bool = True
+    leader_elect_lease_duration: Duration = 15.0
+    leader_elect_renew_deadline: Duration = 10.0
+    leader_elect_retry_period: Duration = 2.0
+    # The namespace the Pod runs in (the Downward API's POD_NAMESPACE), as the Lease's.
+    leader_elect_resource_namespace: DnsLabel = Field(
+        default_factory=lambda: os.environ.get("POD_NAMESPACE", "lbhc-system")
+    )
+    leader_elect_resource_name: DnsSubdomain = "lbhc"
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -149,7 +238,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
+        values = getattr(settings_cls, "file_values", {})  # set on the class load_settings makes
+        return (init_settings, env_settings, _FileSource(settings_cls, values))
 
     @field_validator("node_tags", "load_balancer_classes", mode="before")
     @classmethod
@@ -310,6 +400,25 @@ class Settings(BaseSettings):
             )
         return value
 
+    @model_validator(mode="after")
+    def _check_lease_timings(self) -> Settings:
+        # Writes stop renew_deadline after the last renew, before anyone may take over
+        # (lease_duration after it): the order is what keeps one writer.
+        lease, renew, retry = (
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
+        )
+        if self.leader_elect and not retry < renew < lease:
+            raise ValueError(
+                "leader election needs leader_elect_retry_period < leader_elect_renew_deadline "
+                f"< leader_elect_lease_duration, got {duration_text(retry)}, "
+                f"{duration_text(renew)} and {duration_text(lease)} (flags "
+                "--leader-elect-retry-period, --leader-elect-renew-deadline, "
+                "--leader-elect-lease-duration)"
+            )
+        return self
+
     def planner_config(self) -> PlannerConfig:
         policy, assumed = parse_fallback_policy(self.fallback_policy)
         return PlannerConfig(
@@ -357,6 +466,29 @@ class Settings(BaseSettings):
             request_timeout_sec=self.gce_request_timeout_sec,
             network_project=self.network_project or "",
         )
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as a person writes it: 300.0 -> 5m, 2.0 -> 2s, 0.25 -> 250ms."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 3600:g}h" if seconds % 3600 == 0 else f"{seconds / 60:g}m"
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
+
+
+def default_text(name: str) -> str:
+    """A setting's default as a user would write it, for help and docs."""
+    field = Settings.model_fields[name]
+    if field.default_factory is not None:
+        default: Any = field.default_factory()  # type: ignore[call-arg]
+    else:
+        default = field.default
+    if any(getattr(m, "func", None) is as_duration for m in field.metadata):
+        return duration_text(float(default))
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, list):
+        return ",".join(default) or "none"
+    return str(getattr(default, "value", default))
 
 
 def selector_pairs(selector: str) -> Selector:
@@ -411,13 +543,13 @@ def load_settings(
     from_file = _read_config_file(config_file) if config_file is not None else {}
     settings_cls: type[Settings] = base
     if config_file is not None:
+        # The file as read once above, at the lowest precedence.
         settings_cls = type(
             "FileSettings",
             (base,),
             {
-                "model_config": SettingsConfigDict(
-                    **{**Settings.model_config, "yaml_file": str(config_file)}
-                ),
+                "file_values": from_file,
+                "__annotations__": {"file_values": ClassVar[dict[str, Any]]},
             },
         )
     try:
@@ -481,10 +613,13 @@ def _describe(
     where it came from (flag, LBHC_* variable or file), so the fix is obvious."""
     lines = []
     for error in exc.errors():
-        name = ".".join(str(p) for p in error["loc"][:1]) or "settings"
+        name = ".".join(str(p) for p in error["loc"][:1])
+        message = " ".join(error["msg"].removeprefix("Value error, ").split())
+        if not name:  # a check across settings: its message names them
+            lines.append(f"invalid settings: {message}")
+            continue
         flag = "--" + name.replace("_", "-")
         env = "LBHC_" + name.upper()
-        message = " ".join(error["msg"].removeprefix("Value error, ").split())
         if error["type"] == "missing":
             message = f"required: pass {flag}, set {env}" + (
                 f", or add `{name}:` to {config_file}" if config_file else ", or use --config FILE"

@@ -142,3 +142,23 @@ def test_the_image_tag_shown_and_deployed_is_the_version() -> None:
     kustomization = (ROOT / "deploy" / "base" / "kustomization.yaml").read_text()
     deployed = set(re.findall(r"newTag:\s*(\S+)", kustomization))
     assert shown == deployed == {__version__}
+
+
+def test_the_run_flag_defaults_shown_are_the_models() -> None:
+    """The controller's flag table shows each default as the settings model has it."""
+    from lbhc.settings import default_text
+
+    section = README.split("### The controller", 1)[1].split("\n## ", 1)[0]
+    for flag, setting in (
+        ("--resync-period", "resync_period"),
+        ("--http-address", "http_address"),
+        ("--log-format", "log_format"),
+    ):
+        row = next(line for line in section.splitlines() if line.startswith(f"| `{flag}`"))
+        assert f"`{default_text(setting)}`" in row, row
+    row = next(line for line in section.splitlines() if "`--leader-elect-lease-duration`" in line)
+    shown = [
+        default_text(f"leader_elect_{t}")
+        for t in ("lease_duration", "renew_deadline", "retry_period")
+    ]
+    assert ", ".join(f"`{d}`" for d in shown) in row, row

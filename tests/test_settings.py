@@ -128,3 +128,51 @@ def test_gce_settings_reach_the_client_config() -> None:
         cfg.read_only,
         cfg.client_id,
     ) == (3, 7, 4, 0.5, 9, 120, 12, True, "me")
+
+
+def test_run_settings_come_from_flags_env_and_file_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lbhc run`'s flags are settings like any other: a Deployment can set them in its
+    ConfigMap or environment, with the same precedence."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "leader_elect: false\nresync_period: 10m\nhttp_address: 127.0.0.1:9000\n"
+        "leader_elect_lease_duration: 30\nlog_format: text\n"
+    )
+    monkeypatch.setenv("LBHC_RESYNC_PERIOD", "90s")
+    monkeypatch.setenv("LBHC_DRY_RUN", "true")
+    settings = load_settings(path, **REQUIRED, http_address="0.0.0.0:10258")
+    assert settings.leader_elect is False  # file
+    assert settings.leader_elect_lease_duration == 30.0  # file, a bare number is seconds
+    assert settings.resync_period == 90.0  # env beats file
+    assert settings.dry_run is True  # env
+    assert settings.http_address == "0.0.0.0:10258"  # flag beats file
+    assert settings.log_format == "text"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"resync_period": "0s"}, "resync_period"),
+        ({"resync_period": "5"}, "with a unit, like 30s"),  # as a flag would refuse it
+        ({"http_address": "nowhere"}, "expected HOST:PORT"),
+        ({"leader_elect_resource_namespace": "Not_A_Label"}, "DNS label"),
+        (
+            {"leader_elect_renew_deadline": "20s"},
+            "leader_elect_retry_period < leader_elect_renew_deadline < leader_elect_lease_duration",
+        ),
+    ],
+    ids=["zero-duration", "bare-number", "address", "namespace", "lease-order"],
+)
+def test_invalid_run_settings_are_one_clear_line(
+    overrides: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SettingsError, match=message) as raised:
+        load_settings(**{**REQUIRED, **overrides})
+    assert len(str(raised.value).splitlines()) == 1
+
+
+def test_lease_order_is_not_checked_without_leader_election() -> None:
+    settings = load_settings(**REQUIRED, leader_elect=False, leader_elect_renew_deadline=20.0)
+    assert settings.leader_elect_renew_deadline == 20.0

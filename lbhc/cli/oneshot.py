@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lbhc.cli.apply import Applied
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 from lbhc.cli.parser import EXIT_CHANGES, EXIT_OK
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
+def settings_from(args: argparse.Namespace, **more: Any) -> Settings:
+    """Settings from the flags every settings command has (and `more`): None means "not
+    given", so LBHC_* and the file decide."""
     from lbhc.settings import load_settings
 
     return load_settings(
@@ -32,6 +34,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         kubeconfig=args.kubeconfig,
         context=args.context,
         health_check_mode=args.health_check_mode,
+        **more,
     )
 
 

@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import os
-import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from lbhc import __version__
-from lbhc.durations import parse_bool, parse_duration
+from lbhc.durations import http_address, parse_bool, positive_duration
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 # Ctrl-C: 128 + SIGINT, as shells report it.
@@ -24,14 +21,6 @@ EXIT_USAGE = 2
 
 def usage_exit_code(argv: list[str]) -> int:
     return EXIT_ERROR if "--detailed-exitcode" in argv else EXIT_USAGE
-
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(
-    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?)?$")
-_MAX_PORT = 65535
 
 
 class UsageError(ValueError):
@@ -70,53 +59,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def positive_duration(text: str) -> float:
-    seconds = parse_duration(text)
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(
-            f"invalid duration {text!r}: expected more than zero, like 30s, 5m or 1h30m"
-        )
-    return seconds
-
-
-def http_address(text: str) -> str:
-    """HOST:PORT (port 0 picks a free one), checked before anything starts."""
-    host, colon, port = text.rpartition(":")
-    if not colon or not _HOST.match(host) or not port.isdigit() or int(port) > _MAX_PORT:
-        raise argparse.ArgumentTypeError(
-            f"invalid address {text!r}: expected HOST:PORT such as 0.0.0.0:10258 "
-            "or 127.0.0.1:0 (port 0 picks a free one)"
-        )
-    return text
-
-
-def _name(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        if not pattern.match(text):
-            raise argparse.ArgumentTypeError(f"invalid name {text!r}: expected {what}")
-        return text
-
-    return check
-
-
-def _bool_flag(group: argparse._ArgumentGroup, name: str, default: bool, help_: str) -> None:
+def _bool_flag(group: argparse._ArgumentGroup, name: str, help_: str) -> None:
+    setting = name.removeprefix("--").replace("-", "_")
     group.add_argument(
         name,
         nargs="?",
         const=True,
-        default=default,
         type=parse_bool,
         metavar="BOOL",
-        help=f"{help_} (default: {str(default).lower()})",
+        help=f"{help_} (default: {_setting_default(setting)})",
     )
 
 
 def _setting_default(name: str) -> str:
     """The settings model's default for a setting, for help text: written once, there."""
-    from lbhc.settings import Settings
+    from lbhc.settings import default_text
 
-    default = Settings.model_fields[name].default
-    return str(getattr(default, "value", default))
+    return default_text(name)
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -362,53 +321,53 @@ def build_parser() -> argparse.ArgumentParser:
     _teardown_parser(sub)
     _sandbox_parsers(sub)
 
-    run = sub.add_parser("run", help="the controller: keep everything converged")
+    run = sub.add_parser(
+        "run",
+        help="the controller: keep everything converged",
+        description="Every flag below is also a setting: LBHC_<NAME> or a key in --config "
+        "(the flag wins, then the variable, then the file).",
+    )
     _settings_flags(run)
+    # Defaults None: a flag given overrides the setting; its default lives in the model.
     loop = run.add_argument_group("controller")
-    _bool_flag(loop, "--dry-run", False, "log and export the plans, make no GCE change")
+    _bool_flag(loop, "--dry-run", "log and export the plans, make no GCE change")
     loop.add_argument(
         "--resync-period",
         type=positive_duration,
-        default=parse_duration("5m"),
         metavar="DURATION",
-        help="re-read GCE and repair drift this often (default: 5m)",
+        help="re-read GCE and repair drift this often "
+        f"(default: {_setting_default('resync_period')})",
     )
     loop.add_argument(
         "--http-address",
         type=http_address,
-        default="0.0.0.0:10258",
-        help="/healthz, /readyz, /metrics, /plan (port 0 picks one)",
+        metavar="HOST:PORT",
+        help="/healthz, /readyz, /metrics, /plan (port 0 picks one) "
+        f"(default: {_setting_default('http_address')})",
     )
     loop.add_argument(
         "--log-format",
         choices=("json", "text"),
-        default="json",
-        help="json: one object per line, for log collectors; text: for people",
+        help="json: one object per line, for log collectors; text: for people "
+        f"(default: {_setting_default('log_format')})",
     )
     election = run.add_argument_group("leader election")
-    _bool_flag(election, "--leader-elect", True, "elect one writer among replicas")
-    for timing, default in (
-        ("lease-duration", "15s"),
-        ("renew-deadline", "10s"),
-        ("retry-period", "2s"),
-    ):
+    _bool_flag(election, "--leader-elect", "elect one writer among replicas")
+    for timing in ("lease-duration", "renew-deadline", "retry-period"):
+        setting = "leader_elect_" + timing.replace("-", "_")
         election.add_argument(
             f"--leader-elect-{timing}",
             type=positive_duration,
-            default=parse_duration(default),
             metavar="DURATION",
-            help=f"{_LEASE_HELP[timing]} (default: {default})",
+            help=f"{_LEASE_HELP[timing]} (default: {_setting_default(setting)})",
         )
     election.add_argument(
         "--leader-elect-resource-namespace",
-        type=_name(_DNS_LABEL, "a namespace name such as lbhc-system"),
-        default=os.environ.get("POD_NAMESPACE", "lbhc-system"),
         help="namespace of the Lease (default: $POD_NAMESPACE, else lbhc-system)",
     )
     election.add_argument(
         "--leader-elect-resource-name",
-        type=_name(_DNS_SUBDOMAIN, "a Lease name such as lbhc"),
-        default="lbhc",
-        help="name of the Lease (coordination.k8s.io/v1) the replicas compete for",
+        help="name of the Lease (coordination.k8s.io/v1) the replicas compete for "
+        f"(default: {_setting_default('leader_elect_resource_name')})",
     )
     return parser

@@ -7,42 +7,30 @@ import logging
 import signal
 
 from lbhc.cli.oneshot import settings_from
-from lbhc.cli.parser import EXIT_OK, UsageError
+from lbhc.cli.parser import EXIT_OK
 
 log = logging.getLogger(__name__)
 
 
 def run(args: argparse.Namespace) -> int:
+    from lbhc import logs
     from lbhc.controller.app import ControllerApp, RunOptions
-    from lbhc.controller.leader import LeaseConfig
+    from lbhc.settings import RUN_SETTINGS
 
-    settings = settings_from(args)
+    # The run flags are settings too: a flag given wins over LBHC_* and the file.
+    settings = settings_from(args, **{name: getattr(args, name) for name in RUN_SETTINGS})
+    logs.configure(args.log_level or "INFO", settings.log_format)
     options = RunOptions(
-        dry_run=args.dry_run,
-        leader_elect=args.leader_elect,
-        lease_duration=args.leader_elect_lease_duration,
-        renew_deadline=args.leader_elect_renew_deadline,
-        retry_period=args.leader_elect_retry_period,
-        lease_namespace=args.leader_elect_resource_namespace,
-        lease_name=args.leader_elect_resource_name,
-        resync_period=args.resync_period,
-        http_address=args.http_address,
+        dry_run=settings.dry_run,
+        leader_elect=settings.leader_elect,
+        lease_duration=settings.leader_elect_lease_duration,
+        renew_deadline=settings.leader_elect_renew_deadline,
+        retry_period=settings.leader_elect_retry_period,
+        lease_namespace=settings.leader_elect_resource_namespace,
+        lease_name=settings.leader_elect_resource_name,
+        resync_period=settings.resync_period,
+        http_address=settings.http_address,
     )
-    if options.leader_elect:  # one clear error for inconsistent timings, before any I/O
-        try:
-            LeaseConfig(
-                options.lease_namespace,
-                options.lease_name,
-                "check",
-                options.lease_duration,
-                options.renew_deadline,
-                options.retry_period,
-            )
-        except ValueError as exc:
-            raise UsageError(
-                f"--leader-elect-retry-period, --leader-elect-renew-deadline, "
-                f"--leader-elect-lease-duration: {exc}"
-            ) from exc
     app = ControllerApp(settings, options)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: app.stop())

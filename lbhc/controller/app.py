@@ -36,7 +36,7 @@ from lbhc.kube.client import (
 )
 from lbhc.planner.config import ReadinessPolicy
 from lbhc.probe.prober import NodeProber
-from lbhc.settings import Settings
+from lbhc.settings import RUN_SETTINGS, Settings
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +47,24 @@ def default_identity() -> str:
     return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{secrets.token_hex(3)}"
 
 
+_DEFAULT: dict[str, Any] = {
+    name: field.default for name, field in Settings.model_fields.items() if name in RUN_SETTINGS
+}
+
+
 @dataclass(frozen=True)
 class RunOptions:
-    dry_run: bool = False
-    leader_elect: bool = True
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    # Defaults as the settings model writes them (`lbhc run` passes its settings; tests
+    # override a few).
+    dry_run: bool = _DEFAULT["dry_run"]
+    leader_elect: bool = _DEFAULT["leader_elect"]
+    lease_duration: float = _DEFAULT["leader_elect_lease_duration"]
+    renew_deadline: float = _DEFAULT["leader_elect_renew_deadline"]
+    retry_period: float = _DEFAULT["leader_elect_retry_period"]
     lease_namespace: str = "lbhc-system"
-    lease_name: str = "lbhc"
-    resync_period: float = 300.0
-    http_address: str = "0.0.0.0:10258"
+    lease_name: str = _DEFAULT["leader_elect_resource_name"]
+    resync_period: float = _DEFAULT["resync_period"]
+    http_address: str = _DEFAULT["http_address"]
     identity: str = ""
     kube_host: str | None = None  # a plain URL instead of kubeconfig (tests, the sandbox)
     watch_timeout_sec: int = 300

@@ -37,9 +37,10 @@ class LeaseConfig:
     namespace: str
     name: str
     identity: str
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    # No defaults here: `lbhc run`'s settings say them once (lbhc/settings.py).
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
 
     def __post_init__(self) -> None:
         if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:

@@ -159,3 +159,18 @@ def test_an_image_reports_the_commit_written_at_build(
     assert version_info()["commit"] == "0123456789ab"
     (tmp_path / COMMIT_FILE).write_text("\n")  # built without --build-arg COMMIT
     assert version_info()["commit"] == "unknown"
+
+
+def test_every_run_setting_is_a_flag_whose_help_shows_the_models_default() -> None:
+    """`lbhc run --help` is generated from the settings model: a run setting without its
+    flag, or a flag whose stated default is not the model's, fails here."""
+    from lbhc.settings import RUN_SETTINGS, default_text
+
+    run = dict(subcommands())["lbhc run"]
+    flags = {a.dest: a for a in run._actions if a.option_strings}
+    for name in RUN_SETTINGS:
+        action = flags[name]
+        assert action.default is None, f"--{name}: a flag default would hide LBHC_* and the file"
+        shown = run._get_formatter()._expand_help(action)
+        if name != "leader_elect_resource_namespace":  # its default depends on $POD_NAMESPACE
+            assert f"default: {default_text(name)}" in shown, shown

@@ -137,8 +137,13 @@ def test_run_flags_follow_kubernetes_conventions() -> None:
     )
     assert (args.leader_elect, args.dry_run, args.resync_period) == (False, True, 30.0)
     assert args.leader_elect_lease_duration == 20.0
+    # Not given: None, so LBHC_* and the file decide, then the settings model's defaults.
     defaults = build_parser().parse_args(["run"])
-    assert (defaults.leader_elect, defaults.dry_run, defaults.log_format) == (True, False, "json")
+    assert (defaults.leader_elect, defaults.dry_run, defaults.log_format) == (None, None, None)
+    from lbhc.settings import Settings
+
+    model = Settings(project="p", region="us-central1", node_tags=["t"])
+    assert (model.leader_elect, model.dry_run, model.log_format) == (True, False, "json")
 
 
 def test_closing_the_trigger_ends_a_backoff_wait_at_once() -> None:

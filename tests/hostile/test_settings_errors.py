@@ -78,6 +78,18 @@ BAD_VALUES = (
     Bad("probe_timeout_sec", "0", "greater than 0"),
     Bad("kubeconfig", "/nonexistent/kubeconfig", "expected the path of a kubeconfig file"),
     Bad("context", " ", "expected the name of a context"),
+    # lbhc run's: flags, LBHC_* and the file alike (flags are also checked as they parse,
+    # with the same words)
+    Bad("dry_run", "maybe", "true or false"),
+    Bad("leader_elect", "sometimes", "true or false"),
+    Bad("resync_period", "abc", "expected a number with a unit"),
+    Bad("leader_elect_lease_duration", "5", "expected a number with a unit"),
+    Bad("leader_elect_renew_deadline", "1x", "expected a number with a unit"),
+    Bad("leader_elect_retry_period", "2 s", "expected a number with a unit"),
+    Bad("http_address", "bogus", "expected HOST:PORT"),
+    Bad("log_format", "xml", "'json'"),
+    Bad("leader_elect_resource_namespace", "Bad_NS", "expected a DNS label"),
+    Bad("leader_elect_resource_name", "-x", "expected a DNS subdomain name"),
 )
 SOURCES = ("flag", "env", "file")
 
@@ -87,8 +99,16 @@ def cases() -> list[object]:
         pytest.param(bad, source, id=f"{source}:{bad.id}")
         for bad in BAD_VALUES
         for source in SOURCES
-        if source != "flag" or bad.key in FLAG_SETTINGS
+        if source != "flag" or (bad.key in FLAG_SETTINGS and bad.key not in CHECKED_AS_PARSED)
     ]
+
+
+# Run flags whose values argparse checks as it parses them: a bad one is a usage error naming
+# the flag (test_an_invalid_run_flag_is_one_clear_line), before any setting is read.
+CHECKED_AS_PARSED = frozenset(
+    {"dry_run", "leader_elect", "resync_period", "http_address", "log_format"}
+    | {"leader_elect_lease_duration", "leader_elect_renew_deadline", "leader_elect_retry_period"}
+)
 
 
 def base_flags(fakes: Fakes, port: int) -> dict[str, str]:
@@ -238,8 +258,6 @@ def _write_bytes(path: Path, data: bytes) -> Path:
         ("http_address", "127.0.0.1:99999", "expected HOST:PORT"),
         ("dry_run", "maybe", "expected true or false"),
         ("log_format", "xml", "invalid choice: 'xml'"),
-        ("leader_elect_resource_namespace", "Bad_NS", "expected a namespace name"),
-        ("leader_elect_resource_name", "-x", "expected a Lease name"),
     ],
 )
 def test_an_invalid_run_flag_is_one_clear_line(
@@ -261,7 +279,11 @@ def test_inconsistent_lease_timings_are_one_clear_line(
         "leader_elect_renew_deadline": "20s",
     }
     result = run_cli(capsys, argv(flags))
-    assert_one_clear_line(result, "retry period < renew deadline < lease duration")
+    assert_one_clear_line(
+        result,
+        "leader_elect_retry_period < leader_elect_renew_deadline < leader_elect_lease_duration",
+        "--leader-elect-renew-deadline",
+    )
     assert_nothing_started(clean_fakes, port)
 
 
