@@ -16,10 +16,10 @@ from pydantic import (
     BeforeValidator,
     Field,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -129,6 +129,20 @@ DnsSubdomain = Annotated[
         "a DNS subdomain name such as lbhc (lowercase letters, digits, dashes and dots)",
     ),
 ]
+
+
+def _setting_error(name: str, value: object, message: str) -> ValidationError:
+    """A failed check across settings, reported against the setting `name` to change."""
+    return ValidationError.from_exception_data(
+        "Settings",
+        [
+            {
+                "type": PydanticCustomError("value_error", "{message}", {"message": message}),
+                "loc": (name,),
+                "input": value,
+            }
+        ],
+    )
 
 
 class _FileSource(PydanticBaseSettingsSource):
@@ -322,19 +336,11 @@ class Settings(BaseSettings):
 
     @field_validator("base_name")
     @classmethod
-    def _check_base_name(cls, value: str, info: ValidationInfo) -> str:
+    def _check_base_name(cls, value: str) -> str:
         if not _BASE_NAME.match(value):
             raise ValueError(
                 "expected a GCE name prefix: lowercase letter first, then up to 41 "
                 "lowercase letters, digits or dashes"
-            )
-        # The shared resources are named base_name-cluster_id: refused here, not at the
-        # first plan (a derived cluster id is 8 characters, which any valid base name fits).
-        cluster_id = info.data.get("cluster_id")
-        if cluster_id and len(value) + 1 + len(cluster_id) > _MAX_GCE_NAME:
-            raise ValueError(
-                f"base_name-cluster_id would be {len(value) + 1 + len(cluster_id)} characters; "
-                f"expected at most {_MAX_GCE_NAME} together (a GCE name): shorten either"
             )
         return value
 
@@ -389,16 +395,32 @@ class Settings(BaseSettings):
             raise ValueError("expected the name of a context in the kubeconfig")
         return value
 
-    @field_validator("timeout_sec")
-    @classmethod
-    def _check_timings(cls, value: int, info: ValidationInfo) -> int:
-        interval = info.data.get("check_interval_sec")
-        if interval is not None and value > interval:
-            raise ValueError(
-                f"timeout_sec ({value}) must not exceed check_interval_sec ({interval}), "
-                "as GCE requires"
+    # Checks across settings: after every field is valid, whatever their order; each names
+    # the setting to change, so the error renderer says where its value came from.
+    @model_validator(mode="after")
+    def _check_timeout_within_interval(self) -> Settings:
+        if self.timeout_sec > self.check_interval_sec:
+            raise _setting_error(
+                "timeout_sec",
+                self.timeout_sec,
+                f"timeout_sec ({self.timeout_sec}) must not exceed check_interval_sec "
+                f"({self.check_interval_sec}), as GCE requires",
             )
-        return value
+        return self
+
+    @model_validator(mode="after")
+    def _check_shared_name_length(self) -> Settings:
+        # The shared resources are named base_name-cluster_id: refused here, not at the
+        # first plan (a derived cluster id is 8 characters, which any valid base name fits).
+        length = len(self.base_name) + 1 + len(self.cluster_id or "")
+        if self.cluster_id and length > _MAX_GCE_NAME:
+            raise _setting_error(
+                "base_name",
+                self.base_name,
+                f"base_name-cluster_id would be {length} characters; expected at most "
+                f"{_MAX_GCE_NAME} together (a GCE name): shorten either",
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_lease_timings(self) -> Settings:
@@ -410,12 +432,14 @@ class Settings(BaseSettings):
             self.leader_elect_retry_period,
         )
         if self.leader_elect and not retry < renew < lease:
-            raise ValueError(
+            raise _setting_error(
+                "leader_elect_renew_deadline",
+                renew,
                 "leader election needs leader_elect_retry_period < leader_elect_renew_deadline "
                 f"< leader_elect_lease_duration, got {duration_text(retry)}, "
                 f"{duration_text(renew)} and {duration_text(lease)} (flags "
                 "--leader-elect-retry-period, --leader-elect-renew-deadline, "
-                "--leader-elect-lease-duration)"
+                "--leader-elect-lease-duration)",
             )
         return self
 
