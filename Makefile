@@ -36,7 +36,7 @@ UNIT_TESTS := tests/planner tests/controller/test_leader.py tests/controller/tes
 	tests/test_docs.py tests/test_container.py tests/gce/test_permissions.py \
 	tests/gce/test_ratelimit.py tests/hostile/test_versions.py tests/hostile/test_decode_fuzz.py \
 	tests/hostile/test_planner_fuzz.py tests/security/test_logging.py \
-	tests/sandbox_kube_proxy/test_behaviour.py tests/chaos/test_record.py
+	tests/sandbox/kube_proxy/test_behaviour.py tests/chaos/test_record.py
 UNIT_SKIP := --ignore=tests/planner/test_properties.py \
 	--deselect tests/controller/test_reflector.py::test_after_a_failed_watch_the_store_is_a_gap_until_the_stream_delivers
 unit: $(STAMP)

@@ -289,7 +289,7 @@ def test_plan_and_apply_read_the_cluster_from_the_kubernetes_api(
     compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-    from tests.kube.conftest import write_kubeconfig
+    from tests.kube_objects import write_kubeconfig
 
     svcs = (service("web"), service("api", "prod"))
     pools = seed(compute, *svcs)

@@ -16,9 +16,9 @@ from lbhc.planner.names import cluster_id_from_uid, shared_resource_name, target
 from lbhc.planner.shared import ownership_description
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
+from tests import kube_objects as kube_builders
 from tests.chaos.kill9_scenario import Scenario
 from tests.controller.harness import KUBE_SYSTEM_UID, NAME, PROJECT, REGION, node_obj
-from tests.kube import conftest as kube_builders
 
 NODES = ("node-0", "node-1", "node-2")
 NODE_TAG = "gke-node"

@@ -13,8 +13,8 @@ from typing import Any
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers
+from tests import kube_objects as kube_builders
 from tests.controller.harness import PROJECT, REGION, URL, World
-from tests.kube import conftest as kube_builders
 
 NAMESPACE = "burst"
 

@@ -28,8 +28,8 @@ from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake.journal import JournalEntry
+from tests import kube_objects as kube_builders
 from tests.controller.harness import PROJECT, REGION, World
-from tests.kube import conftest as kube_builders
 
 CLEANUP_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 RESYNC_SEC = 0.5  # passes keep running through every fault: a partial view gets its chance

@@ -15,13 +15,13 @@ from lbhc.cli import main
 from lbhc.model.cloud import http_health_check_url
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
+from tests import kube_objects as kube_builders
 from tests.chaos.kill9_scenario import Scenario
 from tests.chaos.kill9_spec import FAST_LATENCY, START_ALLOWANCE, TrialSpec, flags
 from tests.chaos.kill9_switch import HookedComputeServer, KillPoint, KillSwitch
 from tests.chaos.kill9_world import CLUSTER_ID, UPSTREAM_CHECK, Seeded, our_check_url, seed_world
 from tests.chaos.process import LbhcProcess, ProcessGroup
 from tests.controller.harness import NAME, PROJECT, REGION, URL, node_obj, wait_for
-from tests.kube import conftest as kube_builders
 
 # One Cluster Service whose pool carries upstream's check, one already carrying ours.
 SCENARIO = Scenario(

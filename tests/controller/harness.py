@@ -17,8 +17,8 @@ from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import load_settings
+from tests import kube_objects as kube_builders
 from tests.builders import CLOUD_PROVIDER_UID
-from tests.kube import conftest as kube_builders
 from tests.waiting import wait_for as wait_for  # re-exported: dozens of tests import it here
 
 PROJECT, REGION = "proj", "us-central1"

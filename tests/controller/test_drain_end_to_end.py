@@ -16,8 +16,8 @@ from lbhc.model.cloud import COMPUTE_URL_PREFIX
 from lbhc.planner.drain import DrainState
 from lbhc.sandbox.compute_fake import HealthProber
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
+from tests import kube_objects as kube_builders
 from tests.controller.harness import PROJECT, REGION, wait_for, world
-from tests.kube import conftest as kube_builders
 
 SCALE = 0.1  # 8 s becomes 0.8 s: the logic is GCE's, only the clock is faster
 INTERVAL = 8 * SCALE

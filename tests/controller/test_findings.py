@@ -11,8 +11,8 @@ import pytest
 from lbhc.model.cluster import Node, Service
 from lbhc.model.plan import FindingKind
 from lbhc.sandbox.cloud_provider import provision_load_balancers
+from tests import kube_objects as kube_builders
 from tests.controller.harness import NAME, PROJECT, REGION, World, wait_for, world
-from tests.kube import conftest as kube_builders
 
 
 def add_hostile_service(w: World) -> str:

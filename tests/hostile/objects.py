@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.kube import conftest as kube
+from tests import kube_objects as kube
 
 # A Node name at the limit: a DNS subdomain of 253 characters (labels of at most 63).
 LONG_NODE_NAME = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])

@@ -18,7 +18,7 @@ from lbhc.sandbox.streaming import StreamingServer
 from tests.builders import PROJECT, REGION
 from tests.hostile.cli import Outcome, run_cli
 from tests.hostile.conftest import Fakes, free_port
-from tests.kube.conftest import node, write_kubeconfig
+from tests.kube_objects import node, write_kubeconfig
 
 
 @dataclass

@@ -17,7 +17,7 @@ from tests.builders import PROJECT, REGION
 from tests.hostile import objects
 from tests.hostile.cli import run_cli
 from tests.hostile.conftest import Fakes
-from tests.kube.conftest import KUBE_SYSTEM_UID, namespace, node, service
+from tests.kube_objects import KUBE_SYSTEM_UID, namespace, node, service
 
 IN_POOL = {
     "plain": node("plain"),

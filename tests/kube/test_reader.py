@@ -17,7 +17,7 @@ from lbhc.kube.client import (
 )
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer, decode_continue
 from lbhc.settings import Settings
-from tests.kube.conftest import (
+from tests.kube_objects import (
     KUBE_PROXY_LABELS,
     KUBE_SYSTEM_UID,
     kube_proxy_pod,

@@ -15,7 +15,7 @@ from lbhc.sandbox.upstream import names, shapes
 from lbhc.sandbox.upstream.compute import ComputeWriter
 from lbhc.sandbox.upstream.netlb import ExternalLoadBalancers, Project
 from lbhc.sandbox.upstream.services import Handler, ServiceView, handler
-from tests.compute_fake.test_conformance import assert_conforms
+from tests.sandbox.compute_fake.test_conformance import assert_conforms
 
 P, R = "proj", "us-central1"
 UID = "0123456789abcdef"

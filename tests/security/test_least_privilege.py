@@ -27,6 +27,7 @@ from lbhc.gce.permissions import PERMISSIONS_BY_CALL, required_permissions
 from lbhc.model.cloud import http_health_check_url
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.compute_fake.journal import JournalEntry
+from tests import kube_objects as kube_builders
 from tests.builders import (
     PROJECT,
     REGION,
@@ -38,7 +39,6 @@ from tests.builders import (
 from tests.chaos.record import record
 from tests.conftest import ComputeEnv
 from tests.controller import harness
-from tests.kube import conftest as kube_builders
 from tests.security.iam import OPERATION_PERMISSIONS, permissions_for
 from tests.test_deploy import OVERLAYS, Request, allowed, granted_rules, parse, render
 

@@ -25,10 +25,10 @@ from lbhc.gce.config import GceClientConfig
 from lbhc.kube import client as kube_client
 from lbhc.kube.client import KubeApi, KubeConfig, Resource, make_api_client
 from lbhc.model.cloud import Firewall
+from tests import kube_objects as kube_builders
 from tests.builders import kube_proxy_daemonset_dict
 from tests.chaos.record import record
 from tests.controller.harness import PROJECT, REGION, wait_for, world
-from tests.kube import conftest as kube_builders
 from tests.security.canaries import GCE_ACCESS_TOKEN, KUBE_TOKEN, Scan, header_sent
 from tests.security.lbhc_process import Controller, credentialed, kubeconfig
 from tests.security.tap import Tap

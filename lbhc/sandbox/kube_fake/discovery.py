@@ -3,8 +3,8 @@ kubectl to map `nodes`, `svc`, `cm`, `ds`, `ev`, `leases` to paths.
 
 kubectl asks for aggregated discovery first (Accept: ...;as=APIGroupDiscoveryList, then plain
 application/json). The fake answers plain JSON, which clients take as "no aggregated
-discovery" and fall back to these legacy documents (tests/kube/test_kubectl.py runs kubectl
-1.27 to 1.33 through that path).
+discovery" and fall back to these legacy documents (tests/sandbox/kube_fake/test_kubectl.py
+runs kubectl 1.27 to 1.33 through that path).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lbhc.sandbox.kube_fake import KubeFakeServer
-from tests.kube.support import request
+from tests.sandbox.kube_fake.support import request
 
 # -- apps/v1 and coordination.k8s.io/v1 ---------------------------------------------------------
 

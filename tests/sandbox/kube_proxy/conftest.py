@@ -9,7 +9,7 @@ import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
-from tests.kube.conftest import KUBE_SYSTEM_UID, namespace, seed
+from tests.kube_objects import KUBE_SYSTEM_UID, namespace, seed
 
 
 @pytest.fixture

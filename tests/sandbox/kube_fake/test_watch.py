@@ -15,8 +15,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube.conftest import node, pod, seed, service, status_body
-from tests.kube.support import WATCH_TIMEOUT, WatchStream, object_names
+from tests.kube_objects import node, pod, seed, service, status_body
+from tests.sandbox.kube_fake.support import WATCH_TIMEOUT, WatchStream, object_names
 
 Open = Callable[[Any], WatchStream]
 

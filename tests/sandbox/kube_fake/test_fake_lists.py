@@ -10,7 +10,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, decode_continue
-from tests.kube.conftest import (
+from tests.kube_objects import (
     kube_proxy_pod,
     namespace,
     node,

@@ -12,8 +12,8 @@ import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.kube_proxy import KUBE_PROXY_PORT, KubeProxyFleet
-from tests.kube.conftest import kube_proxy_pod
-from tests.sandbox_kube_proxy.support import (
+from tests.kube_objects import kube_proxy_pod
+from tests.sandbox.kube_proxy.support import (
     INSTANCE,
     TO_BE_DELETED,
     add_node,

@@ -12,7 +12,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import JournalEntry, KubeFake, KubeFakeServer
-from tests.kube.conftest import (
+from tests.kube_objects import (
     KUBE_SYSTEM_UID,
     kube_proxy_pod,
     node,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube.conftest import node, raw, service
-from tests.kube.support import request
+from tests.kube_objects import node, raw, service
+from tests.sandbox.kube_fake.support import request
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"

@@ -9,8 +9,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube.conftest import raw, status_body
-from tests.kube.support import request
+from tests.kube_objects import raw, status_body
+from tests.sandbox.kube_fake.support import request
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
 

@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube.conftest import node, seed
-from tests.kube.support import WatchStream
-from tests.kube.test_watch import watch_nodes
+from tests.kube_objects import node, seed
+from tests.sandbox.kube_fake.support import WatchStream
+from tests.sandbox.kube_fake.test_watch import watch_nodes
 from tests.waiting import wait_for
 
 Open = Callable[[Any], WatchStream]

@@ -12,8 +12,8 @@ import yaml
 from kubernetes import client, config
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube.conftest import namespace, node, seed, service
-from tests.kube.support import WATCH_TIMEOUT, WatchStream, kubectl, object_names
+from tests.kube_objects import namespace, node, seed, service
+from tests.sandbox.kube_fake.support import WATCH_TIMEOUT, WatchStream, kubectl, object_names
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
 

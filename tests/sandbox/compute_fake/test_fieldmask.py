@@ -9,7 +9,14 @@ import pytest
 from google.api_core import exceptions as gexc
 
 from lbhc.sandbox.compute_fake import ComputeFake, fieldmask
-from tests.compute_fake.conftest import PROJECT, REGION, Api, Clients, check_url, instance_url
+from tests.sandbox.compute_fake.conftest import (
+    PROJECT,
+    REGION,
+    Api,
+    Clients,
+    check_url,
+    instance_url,
+)
 
 POOLS = f"projects/{PROJECT}/regions/{REGION}/targetPools"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbhc.sandbox.kube_fake import KubeFake
-from tests.kube.conftest import node, raw, seed
+from tests.kube_objects import node, raw, seed
 
 
 def paged(core: Any, limit: int, **kwargs: Any) -> tuple[list[dict[str, Any]], list[str]]:

@@ -15,9 +15,9 @@ import pytest
 from lbhc.sandbox.compute_fake import ComputeFake, HealthProber
 from lbhc.sandbox.compute_fake.prober_http import USER_AGENT
 from lbhc.sandbox.streaming import StreamingServer
-from tests.compute_fake.conftest import PROJECT as P
-from tests.compute_fake.conftest import REGION as R
-from tests.compute_fake.conftest import Api, check_url, instance_url
+from tests.sandbox.compute_fake.conftest import PROJECT as P
+from tests.sandbox.compute_fake.conftest import REGION as R
+from tests.sandbox.compute_fake.conftest import Api, check_url, instance_url
 from tests.waiting import wait_for
 
 SCALE = 0.05

@@ -18,7 +18,7 @@ from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.kube_proxy import kube_proxy_pods_by_node
 from lbhc.sandbox.kube_fake import JournalEntry, KubeFake, KubeFakeServer
-from tests.kube.conftest import (
+from tests.kube_objects import (
     KUBE_SYSTEM_UID,
     kube_proxy_pod,
     namespace,

@@ -12,8 +12,8 @@ import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.sandbox.kube_fake.service_ports import NODE_PORT_RANGE
-from tests.kube.conftest import service
-from tests.kube.support import request
+from tests.kube_objects import service
+from tests.sandbox.kube_fake.support import request
 
 SVC = "/api/v1/namespaces/default/services"
 MERGE = "application/merge-patch+json"
