@@ -139,7 +139,8 @@ _ONLY_FROM = (
 def test_the_controller_runs_without_the_sandbox_and_the_sandbox_says_it_is_absent(
     tmp_path: Path,
 ) -> None:
-    from tests.controller.harness import PROJECT, REGION, wait_for, world
+    from tests.controller.harness import PROJECT, REGION, world
+    from tests.waiting import wait_for
 
     image = image_contents(tmp_path)
     assert not (image / "lbhc" / "sandbox").exists()

@@ -23,7 +23,8 @@ from lbhc.cli import main
 from lbhc.settings import load_settings
 from tests import kube_objects as kube_builders
 from tests.builders import kube_proxy_daemonset_dict
-from tests.controller.harness import PROJECT, REGION, wait_for, world
+from tests.controller.harness import PROJECT, REGION, world
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAYS = ("default", "dry-run", "monitoring", "readiness-enforce")

@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from tests.bench.report import add_output_args, emit
-from tests.controller.harness import wait_for, world
+from tests.controller.harness import world
+from tests.waiting import wait_for
 
 
 def bench_event_to_attached(services: int, warm: int) -> dict[str, Any]:

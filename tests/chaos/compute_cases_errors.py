@@ -25,7 +25,8 @@ from tests.chaos.compute_cases import (
 )
 from tests.chaos.compute_checks import attempts_per_request
 from tests.chaos.compute_world import API, FaultWorld
-from tests.controller.harness import NAME, wait_for
+from tests.controller.harness import NAME
+from tests.waiting import wait_for
 
 
 # ---- bursts of error answers -----------------------------------------------------------

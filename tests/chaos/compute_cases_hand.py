@@ -21,7 +21,8 @@ from tests.chaos.compute_cases import (
 )
 from tests.chaos.compute_checks import SLACK_SEC, URL, assert_conflict_stable
 from tests.chaos.compute_world import API, FOREIGN_CHECK, FaultWorld
-from tests.controller.harness import NAME, PROJECT, wait_for
+from tests.controller.harness import NAME, PROJECT
+from tests.waiting import wait_for
 
 CHECK = f"/global/httpHealthChecks/{NAME}"
 FIREWALL = f"/global/firewalls/{NAME}"

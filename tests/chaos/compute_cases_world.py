@@ -38,7 +38,8 @@ from tests.chaos.compute_world import (
     OTHER_REGION,
     FaultWorld,
 )
-from tests.controller.harness import NAME, PROJECT, REGION, wait_for
+from tests.controller.harness import NAME, PROJECT, REGION
+from tests.waiting import wait_for
 
 CHECK = f"/global/httpHealthChecks/{NAME}"
 START_BACKOFF_MAX = float(BASE_SETTINGS["gce_backoff_max_sec"])

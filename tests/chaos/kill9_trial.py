@@ -27,7 +27,8 @@ from tests.chaos.kill9_spec import (
 from tests.chaos.kill9_switch import HookedComputeServer, Kill, KillPoint, KillSwitch
 from tests.chaos.kill9_world import CLUSTER_ID, UPSTREAM_CHECK, Seeded, our_check_url, seed_world
 from tests.chaos.process import LbhcProcess, ProcessGroup
-from tests.controller.harness import PROJECT, REGION, wait_for
+from tests.controller.harness import PROJECT, REGION
+from tests.waiting import wait_for
 
 
 @dataclass(frozen=True)

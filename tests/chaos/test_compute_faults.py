@@ -52,7 +52,8 @@ from tests.chaos.compute_world import (
     fault_world,
 )
 from tests.chaos.record import record
-from tests.controller.harness import NAME, PROJECT, wait_for
+from tests.controller.harness import NAME, PROJECT
+from tests.waiting import wait_for
 
 CASES = ERROR_CASES + WORLD_CASES + HAND_CASES
 

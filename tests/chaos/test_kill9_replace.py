@@ -21,7 +21,8 @@ from tests.chaos.kill9_spec import FAST_LATENCY, START_ALLOWANCE, TrialSpec, fla
 from tests.chaos.kill9_switch import HookedComputeServer, KillPoint, KillSwitch
 from tests.chaos.kill9_world import CLUSTER_ID, UPSTREAM_CHECK, Seeded, our_check_url, seed_world
 from tests.chaos.process import LbhcProcess, ProcessGroup
-from tests.controller.harness import NAME, PROJECT, REGION, URL, node_obj, wait_for
+from tests.controller.harness import NAME, PROJECT, REGION, URL, node_obj
+from tests.waiting import wait_for
 
 # One Cluster Service whose pool carries upstream's check, one already carrying ours.
 SCENARIO = Scenario(

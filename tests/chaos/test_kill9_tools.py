@@ -35,7 +35,8 @@ from tests.chaos.kill9_world import (
     seed_world,
 )
 from tests.chaos.process import LbhcProcess
-from tests.controller.harness import NAME, PROJECT, REGION, URL, wait_for
+from tests.controller.harness import NAME, PROJECT, REGION, URL
+from tests.waiting import wait_for
 
 BASE = f"/compute/v1/projects/{PROJECT}"
 

@@ -22,7 +22,8 @@ from tests.chaos.soak_churn import TAINT
 from tests.chaos.soak_monitor import BlackHoleMonitor
 from tests.chaos.soak_run import Soak, SoakResult
 from tests.chaos.soak_world import SoakOptions, SoakWorld
-from tests.controller.harness import wait_for, world
+from tests.controller.harness import world
+from tests.waiting import wait_for
 
 SHORT_STEPS = 14  # about 20 s of churn: make test
 FULL_STEPS = 150  # about 3 minutes of churn per seed: make chaos

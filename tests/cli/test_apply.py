@@ -21,8 +21,8 @@ from lbhc.model.plan import Action, Plan
 from lbhc.planner.planner import plan as make_plan
 from tests.builders import cluster, config, names, node, service
 from tests.cli.terminal import Pty
+from tests.cli.test_oneshot import gce_args, kubectl_list
 from tests.conftest import ComputeEnv
-from tests.test_cli import gce_args, kubectl_list
 
 _, NAME, URL = names()
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.builders import node, service
 from tests.cli.terminal import Pty
+from tests.cli.test_oneshot import gce_args, kubectl_list
 from tests.conftest import ComputeEnv
-from tests.test_cli import gce_args, kubectl_list
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,6 @@ from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import load_settings
 from tests import kube_objects as kube_builders
 from tests.builders import CLOUD_PROVIDER_UID
-from tests.waiting import wait_for as wait_for  # re-exported: dozens of tests import it here
 
 PROJECT, REGION = "proj", "us-central1"
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "kube-system"))

@@ -10,7 +10,8 @@ import urllib.request
 from lbhc.controller.app import ControllerApp
 from lbhc.sandbox.cloud_provider import publish_ingress_ip
 from tests.chaos.lease_windows import assert_writes_inside_lease_windows
-from tests.controller.harness import NAME, PROJECT, World, wait_for, world
+from tests.controller.harness import NAME, PROJECT, World, world
+from tests.waiting import wait_for
 
 
 def two_converged_replicas(

@@ -17,7 +17,8 @@ from lbhc.planner.drain import DrainState
 from lbhc.sandbox.compute_fake import HealthProber
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
 from tests import kube_objects as kube_builders
-from tests.controller.harness import PROJECT, REGION, wait_for, world
+from tests.controller.harness import PROJECT, REGION, world
+from tests.waiting import wait_for
 
 SCALE = 0.1  # 8 s becomes 0.8 s: the logic is GCE's, only the clock is faster
 INTERVAL = 8 * SCALE

@@ -32,7 +32,8 @@ from tests.builders import (
     pool_for,
     service,
 )
-from tests.controller.harness import PROJECT, REGION, wait_for, world
+from tests.controller.harness import PROJECT, REGION, world
+from tests.waiting import wait_for
 
 
 def report(*, ready: bool = True, covered: bool = True) -> StatusReport:

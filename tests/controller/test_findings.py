@@ -12,7 +12,8 @@ from lbhc.model.cluster import Node, Service
 from lbhc.model.plan import FindingKind
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from tests import kube_objects as kube_builders
-from tests.controller.harness import NAME, PROJECT, REGION, World, wait_for, world
+from tests.controller.harness import NAME, PROJECT, REGION, World, world
+from tests.waiting import wait_for
 
 
 def add_hostile_service(w: World) -> str:

@@ -10,7 +10,8 @@ from typing import Any
 from lbhc.controller.app import ControllerApp
 from tests import kube_objects as kube_builders
 from tests.builders import kube_proxy_daemonset_dict
-from tests.controller.harness import World, node_obj, wait_for, world
+from tests.controller.harness import World, node_obj, world
+from tests.waiting import wait_for
 
 DS_UID = "0f6b7a52-4f1e-4d1c-9a59-1b2c3d4e5f60"
 LONG_AGO = "2026-01-01T00:00:00Z"

@@ -8,7 +8,8 @@ from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers, publish_ingress
 from tests import kube_objects as kube_builders
-from tests.controller.harness import PROJECT, REGION, wait_for, world
+from tests.controller.harness import PROJECT, REGION, world
+from tests.waiting import wait_for
 
 
 def test_a_pool_created_after_the_pass_is_attached_on_the_status_update() -> None:

@@ -21,7 +21,8 @@ from lbhc.controller.reflector import Reflector
 from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import KubeApi, KubeConfig, Resource, make_api_client
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.controller.harness import node_obj, wait_for
+from tests.controller.harness import node_obj
+from tests.waiting import wait_for
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.controller.harness import PROJECT, REGION, wait_for, world
+from tests.controller.harness import PROJECT, REGION, world
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,8 @@ from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.plan import Action, Kind
 from lbhc.planner.planner import plan
 from tests.builders import cloud, cluster, config, pool_for, service
-from tests.controller.harness import NAME, PROJECT, wait_for, world
+from tests.controller.harness import NAME, PROJECT, world
+from tests.waiting import wait_for
 
 HOST = "host-project"
 

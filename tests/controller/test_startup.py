@@ -16,7 +16,8 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
 from lbhc.kube.cache import ClusterCache
 from lbhc.planner.config import PlannerConfig
-from tests.controller.harness import World, wait_for, world
+from tests.controller.harness import World, world
+from tests.waiting import wait_for
 
 
 def readyz(app_url: str) -> tuple[int, str]:

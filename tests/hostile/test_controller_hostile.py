@@ -16,8 +16,9 @@ from lbhc.controller.app import ControllerApp
 from lbhc.model.cluster import Node, Service
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from tests import kube_objects as kube
-from tests.controller.harness import PROJECT, REGION, World, wait_for, world
+from tests.controller.harness import PROJECT, REGION, World, world
 from tests.hostile import objects
+from tests.waiting import wait_for
 
 CONVERGE_SEC = 60.0  # generous: a shared 2-core machine
 

@@ -17,8 +17,9 @@ from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from tests.chaos.record import record
-from tests.controller.harness import PROJECT, REGION, World, node_obj, wait_for, world
+from tests.controller.harness import PROJECT, REGION, World, node_obj, world
 from tests.hostile.strategies import raw_node, raw_pod, raw_service
+from tests.waiting import wait_for
 
 STEPS = {"short": 12, "full": 30}
 RUNS = {"short": 1, "full": 60}

@@ -18,7 +18,8 @@ from lbhc.probe.health_port import probe_health_port
 from lbhc.probe.prober import NodeProber
 from lbhc.sandbox.kube_proxy import KubeProxyServer, NodeState
 from tests import kube_objects as kube_builders
-from tests.controller.harness import URL, wait_for, world
+from tests.controller.harness import URL, world
+from tests.waiting import wait_for
 
 
 @contextmanager

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import yaml
 
-from tests.controller.harness import PROJECT, REGION, World, wait_for
+from tests.controller.harness import PROJECT, REGION, World
 from tests.security.canaries import GCE_ACCESS_TOKEN, KUBE_TOKEN
 from tests.security.metadata import FakeMetadata
 from tests.security.tap import Tap, self_signed
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

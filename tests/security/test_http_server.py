@@ -27,7 +27,8 @@ from lbhc.controller.http import health_server
 from lbhc.controller.metrics import Metrics
 from lbhc.httpserver import Exposed, LoopbackServer
 from tests.chaos.record import record
-from tests.controller.harness import wait_for, world
+from tests.controller.harness import world
+from tests.waiting import wait_for
 
 LIMITS = Exposed(request_timeout_sec=0.5, io_timeout_sec=1.0)
 GENEROUS = 15.0  # any wait for the server: a bound on hanging, never a speed claim

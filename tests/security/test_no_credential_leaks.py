@@ -28,10 +28,11 @@ from lbhc.model.cloud import Firewall
 from tests import kube_objects as kube_builders
 from tests.builders import kube_proxy_daemonset_dict
 from tests.chaos.record import record
-from tests.controller.harness import PROJECT, REGION, wait_for, world
+from tests.controller.harness import PROJECT, REGION, world
 from tests.security.canaries import GCE_ACCESS_TOKEN, KUBE_TOKEN, Scan, header_sent
 from tests.security.lbhc_process import Controller, credentialed, kubeconfig
 from tests.security.tap import Tap
+from tests.waiting import wait_for
 
 # Short Lease timings so a failed Lease request costs half a second, not two.
 LEASE = (

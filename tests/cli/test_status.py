@@ -21,8 +21,8 @@ from tests.builders import (
     pool_for,
     service,
 )
+from tests.cli.test_oneshot import gce_args, kubectl_list, run
 from tests.conftest import ComputeEnv
-from tests.test_cli import gce_args, kubectl_list, run
 
 _, NAME, URL = names()
 IMAGE = "registry.k8s.io/kube-proxy:{}"
