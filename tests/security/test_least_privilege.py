@@ -41,6 +41,7 @@ from tests.conftest import ComputeEnv
 from tests.controller import harness
 from tests.security.iam import OPERATION_PERMISSIONS, permissions_for
 from tests.test_deploy import OVERLAYS, Request, allowed, granted_rules, parse, render
+from tests.waiting import wait_for
 
 # ---- GCE: each call needs exactly what it declares ------------------------------------------
 
@@ -185,15 +186,15 @@ def kube_run(tmp_path_factory: pytest.TempPathFactory) -> KubeRun:
     with harness.world() as w:
         pools = _seed(w)
         dry = w.start(identity="dry", dry_run=True, settings=enforce)
-        harness.wait_for(lambda: dry.controller and dry.controller.passes >= 1, what="a dry pass")
+        wait_for(lambda: dry.controller and dry.controller.passes >= 1, what="a dry pass")
         w.stop(dry)
         dry_run = _used(w)
         w.kube.clear_journal()
 
         app = w.start(settings=enforce, leader_elect=True, readiness_settle_sec=0.1)
-        harness.wait_for(lambda: all(map(w.attached, pools)), what="converged")
+        wait_for(lambda: all(map(w.attached, pools)), what="converged")
         w.kube.taint("node-1", "ToBeDeletedByClusterAutoscaler", "1", "NoSchedule")
-        harness.wait_for(
+        wait_for(
             lambda: (
                 _attached_events(w) == {"default", "shop"}
                 and any(e.get("reason") == "ReadinessProbePatched" for e in w.kube.objects("Event"))
