@@ -4,6 +4,7 @@ sees on each node as the cluster autoscaler taints, kubelets upgrade and nodes g
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -239,10 +240,11 @@ def test_a_deleted_node_stops_answering(kube: KubeFake, make_fleet: Fleet) -> No
 
 
 def answers_200(fleet: KubeProxyFleet, node: str) -> bool:
-    """While the fleet restarts a node's server, a probe may be refused or reset: not yet."""
+    """While the fleet restarts a node's server, a probe may be refused, reset, or cut off
+    mid-answer (the old server stops under it): not yet."""
     try:
         return fleet.endpoint(node) is not None and probe(fleet, node)[1] == 200
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return False
 
 
