@@ -68,6 +68,12 @@ def apply_and_report(
     from lbhc.render import render_json, render_plan_text
 
     text = args.output != "json"
+    if not text and not args.auto_approve and sys.stdin.isatty() and the_plan.changes:
+        # The question would land in the JSON, asked about a plan not yet shown (terraform
+        # requires -auto-approve with -json for the same reason).
+        from lbhc.cli.parser import UsageError
+
+        raise UsageError(f"{args.command} --output json on a terminal needs --auto-approve")
     if text:
         print(render_plan_text(the_plan), flush=True)
     confirm(the_plan, sys.stdin, sys.stdout, args.auto_approve)

@@ -252,3 +252,14 @@ def test_teardown_asks_on_a_terminal_and_streams_like_apply(
         approved.close()
     assert "[4/4] delete Firewall" in approved.text
     assert all(compute.pool_checks(p) == [] for p in pools)
+
+
+def test_json_on_a_terminal_needs_auto_approve_and_changes_nothing(
+    compute: ComputeEnv, terminal: Callable[..., Pty]
+) -> None:
+    """A question in the middle of JSON, about a plan not yet shown, helps nobody."""
+    session = terminal(2, "--output", "json")
+    assert session.exit_code() == 2, session.text
+    lines = [line for line in session.text.splitlines() if line.strip()]
+    assert lines == ["lbhc: error: apply --output json on a terminal needs --auto-approve"]
+    assert compute.fake.mutating_requests() == []
