@@ -98,7 +98,7 @@ def test_the_settings_file_is_valid_lbhc_settings(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(settings_map["data"]["config.yaml"])
     settings = load_settings(path)
-    assert (settings.project, settings.readiness_policy.value) == ("my-project", "audit")
+    assert (settings.gce.project, settings.readiness.policy.value) == ("my-project", "audit")
 
 
 # ---- Every overlay starts on GKE --------------------------------------------------------------

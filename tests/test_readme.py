@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-from lbhc.settings import Settings
-
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
@@ -99,12 +97,33 @@ def test_try_it_locally_commands_work() -> None:
         server.wait(timeout=10)
 
 
-def test_settings_table_lists_every_setting() -> None:
+def settings_rows() -> dict[str, list[str]]:
     table = README.split("## Settings", 1)[1].split("\n## ", 1)[0]
-    documented = set(re.findall(r"`([a-z_]+)`", table))
-    missing = set(Settings.model_fields) - documented - {"kubeconfig", "context"}
-    assert not missing, f"README settings table lacks {sorted(missing)}"
-    assert "--kubeconfig" in README and "--context" in README
+    rows: dict[str, list[str]] = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        if line.startswith("| `") and len(cells) == 4:
+            path = cells[0].strip("`")
+            assert path not in rows, f"README lists {path} twice"
+            rows[path] = cells
+    return rows
+
+
+def test_settings_table_lists_every_setting_with_its_flag_and_default() -> None:
+    """The table is checked against the settings model: a setting missing, a flag that is
+    not one, or a default that is not the model's fails here."""
+    from lbhc.settings import SETTING_NAMES, default_text
+
+    rows = settings_rows()
+    assert sorted(rows) == sorted(name.path for name in SETTING_NAMES)
+    for name in SETTING_NAMES:
+        _, flag, default, _ = rows[name.path]
+        assert flag == (f"`{name.flag}`" if name.is_flag else ""), rows[name.path]
+        model_default = default_text(name.path)
+        if model_default == "required" or default == "required":
+            assert default == model_default, rows[name.path]
+        elif re.fullmatch(r"`[^`]*`", default):  # one literal value: the model's
+            assert default.strip("`").replace("\\|", "|") == model_default, rows[name.path]
 
 
 def test_ci_runs_the_readme_test_command() -> None:

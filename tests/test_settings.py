@@ -1,42 +1,65 @@
-"""Settings precedence and validation messages."""
+"""Settings: precedence, the grouped file and its variables, 0.1's flat spellings, and the
+messages that name what to fix."""
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 import pytest
 
-from lbhc.settings import SettingsError, load_settings
+from lbhc.cli.parser import build_parser
+from lbhc.settings import (
+    SETTING_NAMES,
+    Settings,
+    SettingsError,
+    environment_names,
+    load_settings,
+)
+from lbhc.settings.model import group_model
 
 REQUIRED = {"project": "p", "region": "r", "node_tags": "a"}
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
     for var in list(os.environ):
         if var.startswith("LBHC_"):
             monkeypatch.delenv(var)
 
 
-def test_flags_beat_env_beat_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "c.yaml"
-    path.write_text("project: from-file\nregion: from-file\nnetwork: from-file\nnode_tags: [x]\n")
-    monkeypatch.setenv("LBHC_REGION", "from-env")
-    monkeypatch.setenv("LBHC_NETWORK", "from-env")
+    path.write_text(text)
+    return path
+
+
+def test_flags_beat_env_beat_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(
+        tmp_path,
+        "gce:\n  project: from-file\n  region: from-file\n  network: from-file\n  node_tags: [x]\n",
+    )
+    monkeypatch.setenv("LBHC_GCE_REGION", "from-env")
+    monkeypatch.setenv("LBHC_GCE_NETWORK", "from-env")
     settings = load_settings(path, network="from-flag")
-    assert (settings.project, settings.region, settings.network) == (
+    assert (settings.gce.project, settings.gce.region, settings.gce.network) == (
         "from-file",
         "from-env",
         "from-flag",
     )
 
 
+def test_a_group_keeps_its_defaults_for_fields_no_layer_gives(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, "health_check:\n  port: 1234\n"), **REQUIRED)
+    assert settings.health_check.port == 1234
+    assert settings.health_check.request_path == "/healthz"
+
+
 def test_comma_lists_from_env_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LBHC_NODE_TAGS", "gke-a, gke-b")
-    assert load_settings(project="p", region="r").node_tags == ["gke-a", "gke-b"]
-    assert load_settings(**{**REQUIRED, "node_tags": "x,y"}).node_tags == ["x", "y"]
+    monkeypatch.setenv("LBHC_GCE_NODE_TAGS", "gke-a, gke-b")
+    assert load_settings(project="p", region="r").gce.node_tags == ["gke-a", "gke-b"]
+    assert load_settings(**{**REQUIRED, "node_tags": "x,y"}).gce.node_tags == ["x", "y"]
 
 
 def test_defaults_match_upstream_timings() -> None:
@@ -59,15 +82,34 @@ def test_defaults_match_upstream_timings() -> None:
     assert one.kube_proxy_selectors == ((("name", "kp"),),)
 
 
+def test_a_settings_object_built_directly_reads_no_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only load_settings reads the environment: code that builds Settings itself gets
+    exactly what it passed."""
+    monkeypatch.setenv("LBHC_HEALTH_CHECK_PORT", "1234")
+    settings = Settings(gce={"project": "p", "region": "r", "node_tags": ["t"]})
+    assert settings.health_check.port == 10256
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"timeout_sec": 9}, "timeout_sec (9) must not exceed check_interval_sec (8)"),
-        ({"port": 70000}, "setting 'port': Input should be less than or equal to 65535"),
+        (
+            {"timeout_sec": 9},
+            "health_check.timeout_sec (9) must not exceed health_check.check_interval_sec (8)",
+        ),
+        (
+            {"port": 70000},
+            "setting 'health_check.port': Input should be less than or equal to 65535",
+        ),
         ({"request_path": "healthz"}, "expected an absolute path"),
-        ({"base_name": "K8S"}, "setting 'base_name': expected a GCE name prefix"),
+        ({"base_name": "K8S"}, "setting 'health_check.base_name': expected a GCE name prefix"),
         ({"kube_proxy_selector": "k8s-app in (a)"}, "expected equality label selectors"),
-        ({"unknown_version_policy": "maybe"}, "setting 'unknown_version_policy'"),
+        ({"unknown_version_policy": "maybe"}, "setting 'kube_proxy.unknown_version_policy'"),
+        ({"node_tags": "ok,Not A Tag"}, "setting 'gce.node_tags': 'Not A Tag': expected a GCE"),
+        ({"load_balancer_classes": "a/b,c d"}, "'c d': expected a qualified name"),
+        ({"kube_proxy_namespace": "Kube_System"}, "expected a DNS label"),
     ],
 )
 def test_invalid_values_name_the_setting(overrides: dict[str, object], message: str) -> None:
@@ -76,11 +118,30 @@ def test_invalid_values_name_the_setting(overrides: dict[str, object], message: 
     assert message in str(caught.value)
 
 
-def test_unknown_key_in_file_is_rejected(tmp_path: Path) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text("projct: typo\n")
-    with pytest.raises(SettingsError, match="setting 'projct': unknown setting in"):
-        load_settings(path, **REQUIRED)
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("projct: typo\n", "setting 'projct': unknown setting in .* \\(did you mean 'gce.project'"),
+        ("gce:\n  projetc: typo\n", "setting 'gce.projetc': unknown .* 'gce.project'"),
+        ("gke:\n  project: p\n", "setting 'gke': unknown setting in"),
+        ("gce: 5\n", "setting 'gce': expected a mapping of gce settings \\(project, region"),
+        ("gce:\n  project: p\nproject: q\n", "'gce.project': given twice in .* as project"),
+        ("replace_foreign_health_checks: true\n", "no longer exists: replaced by health_check"),
+    ],
+    ids=[
+        "unknown-flat",
+        "unknown-in-group",
+        "unknown-group",
+        "group-not-mapping",
+        "twice",
+        "retired",
+    ],
+)
+def test_a_file_that_is_not_settings_names_the_key(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    with pytest.raises(SettingsError, match=message):
+        load_settings(write(tmp_path, content), **REQUIRED)
 
 
 def test_missing_file_is_reported(tmp_path: Path) -> None:
@@ -99,10 +160,17 @@ def test_missing_file_is_reported(tmp_path: Path) -> None:
 def test_malformed_config_file_is_one_clear_error(
     tmp_path: Path, content: str, message: str
 ) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text(content)
     with pytest.raises(SettingsError, match=message):
-        load_settings(path, **REQUIRED)
+        load_settings(write(tmp_path, content), **REQUIRED)
+
+
+def test_a_missing_required_setting_says_every_way_to_give_it(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, ""), project="p", node_tags="t")
+    assert str(caught.value) == (
+        "invalid settings: setting 'gce.region': required: pass --region, set LBHC_GCE_REGION, "
+        f"or add `region:` under `gce:` to {tmp_path / 'c.yaml'}"
+    )
 
 
 def test_gce_settings_reach_the_client_config() -> None:
@@ -135,32 +203,33 @@ def test_run_settings_come_from_flags_env_and_file_alike(
 ) -> None:
     """`lbhc run`'s flags are settings like any other: a Deployment can set them in its
     ConfigMap or environment, with the same precedence."""
-    path = tmp_path / "c.yaml"
-    path.write_text(
-        "leader_elect: false\nresync_period: 10m\nhttp_address: 127.0.0.1:9000\n"
-        "leader_elect_lease_duration: 30\nlog_format: text\n"
+    path = write(
+        tmp_path,
+        "leader_election:\n  enabled: false\n  lease_duration: 30\n"
+        "controller:\n  resync_period: 10m\nhttp:\n  address: 127.0.0.1:9000\n"
+        "log:\n  format: text\n",
     )
-    monkeypatch.setenv("LBHC_RESYNC_PERIOD", "90s")
-    monkeypatch.setenv("LBHC_DRY_RUN", "true")
+    monkeypatch.setenv("LBHC_CONTROLLER_RESYNC_PERIOD", "90s")
+    monkeypatch.setenv("LBHC_CONTROLLER_DRY_RUN", "true")
     settings = load_settings(path, **REQUIRED, http_address="0.0.0.0:10258")
-    assert settings.leader_elect is False  # file
-    assert settings.leader_elect_lease_duration == 30.0  # file, a bare number is seconds
-    assert settings.resync_period == 90.0  # env beats file
-    assert settings.dry_run is True  # env
-    assert settings.http_address == "0.0.0.0:10258"  # flag beats file
-    assert settings.log_format == "text"
+    assert settings.leader_election.enabled is False  # file
+    assert settings.leader_election.lease_duration == 30.0  # file, a bare number is seconds
+    assert settings.controller.resync_period == 90.0  # env beats file
+    assert settings.controller.dry_run is True  # env
+    assert settings.http.address == "0.0.0.0:10258"  # flag beats file
+    assert settings.log.format == "text"
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"resync_period": "0s"}, "resync_period"),
+        ({"resync_period": "0s"}, "controller.resync_period"),
         ({"resync_period": "5"}, "with a unit, like 30s"),  # as a flag would refuse it
         ({"http_address": "nowhere"}, "expected HOST:PORT"),
         ({"leader_elect_resource_namespace": "Not_A_Label"}, "DNS label"),
         (
             {"leader_elect_renew_deadline": "20s"},
-            "leader_elect_retry_period < leader_elect_renew_deadline < leader_elect_lease_duration",
+            "retry_period < renew_deadline < lease_duration, got 2s, 20s and 15s",
         ),
     ],
     ids=["zero-duration", "bare-number", "address", "namespace", "lease-order"],
@@ -175,4 +244,93 @@ def test_invalid_run_settings_are_one_clear_line(
 
 def test_lease_order_is_not_checked_without_leader_election() -> None:
     settings = load_settings(**REQUIRED, leader_elect=False, leader_elect_renew_deadline=20.0)
-    assert settings.leader_elect_renew_deadline == 20.0
+    assert settings.leader_election.renew_deadline == 20.0
+
+
+# 0.1 read flat names from the file and the environment: a ConfigMap written then must keep
+# working after an upgrade, saying what to write instead.
+OLD_SPELLINGS = [
+    ("file", "port: 1234\n", {}, "the flat key port: in"),
+    ("file", "kube_proxy_namespace: kp\n", {}, "write it under kube_proxy: as namespace:"),
+    ("env", "", {"LBHC_PORT": "1234"}, "LBHC_PORT is deprecated; set LBHC_HEALTH_CHECK_PORT"),
+    ("env", "", {"LBHC_LEADER_ELECT": "false"}, "set LBHC_LEADER_ELECTION_ENABLED instead"),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "content", "env", "warning"), OLD_SPELLINGS, ids=lambda v: str(v)[:24]
+)
+def test_an_old_spelling_still_works_and_says_the_new_one(
+    source: str,
+    content: str,
+    env: dict[str, str],
+    warning: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    path = write(tmp_path, content) if content else None
+    with caplog.at_level(logging.WARNING, logger="lbhc.settings"):
+        settings = load_settings(path, **REQUIRED)
+    assert [r.getMessage() for r in caplog.records if warning in r.getMessage()], caplog.text
+    assert len(caplog.records) == 1
+    if "port" in content or "LBHC_PORT" in env:
+        assert settings.health_check.port == 1234
+    if "kube_proxy_namespace" in content:
+        assert settings.kube_proxy.namespace == "kp"
+    if "LBHC_LEADER_ELECT" in env:
+        assert settings.leader_election.enabled is False
+
+
+def test_the_new_names_warn_of_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("LBHC_HEALTH_CHECK_PORT", "1234")
+    monkeypatch.setenv("LBHC_GCE_ENDPOINT", "http://127.0.0.1:1")  # the same name in 0.1
+    with caplog.at_level(logging.WARNING, logger="lbhc.settings"):
+        load_settings(write(tmp_path, "kube_proxy:\n  namespace: kp\n"), **REQUIRED)
+    assert caplog.records == []
+
+
+def test_an_old_and_a_new_variable_together_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which would win is not obvious, so neither does."""
+    monkeypatch.setenv("LBHC_PORT", "1")
+    monkeypatch.setenv("LBHC_HEALTH_CHECK_PORT", "2")
+    with pytest.raises(SettingsError, match="both LBHC_HEALTH_CHECK_PORT and LBHC_PORT are set"):
+        load_settings(**REQUIRED)
+
+
+def test_an_invalid_old_spelling_says_where_it_came_from(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("LBHC_PORT", "0")
+    with pytest.raises(SettingsError, match="got '0' from LBHC_PORT"):
+        load_settings(**REQUIRED)
+    assert caplog.records == []  # the error alone: the warning waits for usable settings
+
+
+def test_every_field_has_exactly_one_name_and_one_variable() -> None:
+    fields = {
+        f"{group}.{field}"
+        for group in Settings.model_fields
+        for field in group_model(Settings, group).model_fields
+    }
+    paths = [name.path for name in SETTING_NAMES]
+    assert sorted(paths) == sorted(fields)
+    assert len({name.env for name in SETTING_NAMES}) == len(SETTING_NAMES)
+    assert len({name.argument for name in SETTING_NAMES}) == len(SETTING_NAMES)
+    # An old variable never means another setting's new one.
+    news = {name.env: name.path for name in SETTING_NAMES}
+    for name in SETTING_NAMES:
+        assert news.get(name.flat_env, name.path) == name.path, name
+    assert "LBHC_GCE_PROJECT" in environment_names() and "LBHC_PROJECT" in environment_names()
+
+
+def test_every_setting_named_a_flag_is_one() -> None:
+    parser = build_parser()
+    run = parser._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    flags = {option for action in run._actions for option in action.option_strings}
+    for name in SETTING_NAMES:
+        assert (name.flag in flags) == name.is_flag, name

@@ -25,7 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lbhc import logs
 
     default_level = "INFO" if args.command == "run" else "WARNING"
-    # `run` configures its format again once its settings are read (LBHC_LOG_FORMAT, file).
+    # `run` configures its format again once its settings are read (LBHC_LOG_FORMAT, or
+    # log.format in the file).
     logs.configure(args.log_level or default_level, args.log_format or "json")
     try:
         if args.command == "version":

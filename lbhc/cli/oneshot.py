@@ -56,7 +56,7 @@ def plan_or_apply(args: argparse.Namespace) -> int:
     if not applying:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
         return EXIT_CHANGES if args.detailed_exitcode and the_plan.has_changes else EXIT_OK
-    return apply_and_report(the_plan, gce, settings.max_concurrent_pool_calls, args).exit_code
+    return apply_and_report(the_plan, gce, settings.gce.max_concurrent_pool_calls, args).exit_code
 
 
 def apply_and_report(
@@ -99,18 +99,20 @@ def read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapsho
 
     if args.cluster_snapshot is not None:
         return load_cluster_snapshot(args.cluster_snapshot)
-    kube_config = KubeConfig(kubeconfig=settings.kubeconfig, context=settings.context, retries=0)
+    kube_config = KubeConfig(
+        kubeconfig=settings.kube.kubeconfig, context=settings.kube.context, retries=0
+    )
     api_client, target = connect(kube_config)
     reader = KubeReader(
         api_client,
         kube_config,
-        settings.kube_proxy_namespace,
-        settings.kube_proxy_selector,
-        read_cluster_uid=settings.cluster_id is None,
+        settings.kube_proxy.namespace,
+        settings.kube_proxy.selector,
+        read_cluster_uid=settings.health_check.cluster_id is None,
         daemonset_selector=(
             None
-            if settings.readiness_policy is ReadinessPolicy.OFF
-            else settings.readiness_selector
+            if settings.readiness.policy is ReadinessPolicy.OFF
+            else settings.readiness.selector
         ),
         target=target,
     )

@@ -104,7 +104,8 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
         "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
     )
     gce = parser.add_argument_group(
-        "GCE (each also LBHC_<NAME> or a key in --config; flags win, then env, then the file)"
+        "GCE (each flag is also a setting in --config and an LBHC_* variable, as README's "
+        "Settings lists them; flags win, then variables, then the file)"
     )
     gce.add_argument("--project", help="the GCP project of the load balancers (required)")
     gce.add_argument("--region", help="the region of the target pools (required)")
@@ -216,7 +217,7 @@ def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     teardown.add_argument(
         "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
     )
-    gce = teardown.add_argument_group("GCE (also LBHC_* env vars or --config)")
+    gce = teardown.add_argument_group("GCE (also settings: LBHC_GCE_* variables or --config)")
     gce.add_argument("--project", help="the GCP project of the load balancers (required)")
     gce.add_argument("--region", help="the region whose target pools to detach (required)")
     gce.add_argument(
@@ -324,8 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="the controller: keep everything converged",
-        description="Every flag below is also a setting: LBHC_<NAME> or a key in --config "
-        "(the flag wins, then the variable, then the file).",
+        description="Every flag below is also a setting in --config and an LBHC_* variable "
+        "(controller.dry_run is LBHC_CONTROLLER_DRY_RUN; README's Settings lists them all): "
+        "the flag wins, then the variable, then the file.",
     )
     _settings_flags(run)
     # Defaults None: a flag given overrides the setting; its default lives in the model.

@@ -19,18 +19,8 @@ def run(args: argparse.Namespace) -> int:
 
     # The run flags are settings too: a flag given wins over LBHC_* and the file.
     settings = settings_from(args, **{name: getattr(args, name) for name in RUN_SETTINGS})
-    logs.configure(args.log_level or "INFO", settings.log_format)
-    options = RunOptions(
-        dry_run=settings.dry_run,
-        leader_elect=settings.leader_elect,
-        lease_duration=settings.leader_elect_lease_duration,
-        renew_deadline=settings.leader_elect_renew_deadline,
-        retry_period=settings.leader_elect_retry_period,
-        lease_namespace=settings.leader_elect_resource_namespace,
-        lease_name=settings.leader_elect_resource_name,
-        resync_period=settings.resync_period,
-        http_address=settings.http_address,
-    )
+    logs.configure(args.log_level or "INFO", settings.log.format)
+    options = RunOptions.of(settings)
     app = ControllerApp(settings, options)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: app.stop())

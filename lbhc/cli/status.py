@@ -120,8 +120,8 @@ def lb_health_by_node(
     sampled = sampled_pool(report)
     if sampled is None:
         return {node.name: NO_POOL for node in cluster.nodes}
-    instances = instance_urls(cluster.nodes, settings.project, settings.region)
-    return node_health(gce, sampled[0], instances, settings.max_concurrent_pool_calls)
+    instances = instance_urls(cluster.nodes, settings.gce.project, settings.gce.region)
+    return node_health(gce, sampled[0], instances, settings.gce.max_concurrent_pool_calls)
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def render_status_text(
         + (
             f"(Pods selected by {report.kube_proxy_selector})"
             if report.kube_proxy_selector
-            else "(no kube-proxy Pods found: set kube_proxy_selector)"
+            else "(no kube-proxy Pods found: set kube_proxy.selector)"
         ),
         f"Nodes: {drains or 'none'}",
         "",

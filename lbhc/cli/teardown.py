@@ -38,20 +38,22 @@ def teardown(args: argparse.Namespace) -> int:
         cluster_id=args.cluster_id,
         gce_endpoint=args.gce_endpoint,
     )
-    named = settings.cluster_id is not None
+    named = settings.health_check.cluster_id is not None
     gce = GceClient(settings.gce_client_config(read_only=args.dry_run or not named))
     found = _find(gce, settings)
     if found is None:
         message = (
-            f"Nothing to tear down: no health check of lbhc's ({settings.base_name}-*) in "
-            f"project {settings.project}. If its firewall remains (a teardown cut short after "
+            "Nothing to tear down: no health check of lbhc's "
+            f"({settings.health_check.base_name}-*) in "
+            f"project {settings.gce.project}. If its firewall remains (a teardown cut short after "
             "the check went), run again with --cluster-id."
         )
         print(json.dumps({"changes": [], "message": message}) if args.output == "json" else message)
         return EXIT_OK
     cluster_id, name = found
     cloud = gce.read_snapshot(name)
-    the_plan = plan_teardown(cloud, name, cluster_id, http_health_check_url(settings.project, name))
+    check_url = http_health_check_url(settings.gce.project, name)
+    the_plan = plan_teardown(cloud, name, cluster_id, check_url)
     if args.dry_run or not named or not the_plan.changes:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
         if not named and the_plan.changes and not args.dry_run:
@@ -62,7 +64,7 @@ def teardown(args: argparse.Namespace) -> int:
             )
             return EXIT_USAGE
         return EXIT_OK if not the_plan.withheld else EXIT_ERROR
-    applied = apply_and_report(the_plan, gce, settings.max_concurrent_pool_calls, args)
+    applied = apply_and_report(the_plan, gce, settings.gce.max_concurrent_pool_calls, args)
     result = applied.result
     if applied.interrupted:
         return applied.exit_code
@@ -85,9 +87,11 @@ def _find(gce: GceClient, settings: Settings) -> tuple[str, str] | None:
     from lbhc.planner.names import shared_resource_name
     from lbhc.planner.shared import owner_of
 
-    if settings.cluster_id:
-        return settings.cluster_id, shared_resource_name(settings.base_name, settings.cluster_id)
-    prefix = f"{settings.base_name}-"
+    check_settings = settings.health_check
+    if check_settings.cluster_id:
+        cluster_id = check_settings.cluster_id
+        return cluster_id, shared_resource_name(check_settings.base_name, cluster_id)
+    prefix = f"{check_settings.base_name}-"
     owned = sorted(
         (owner, check.name)
         for check in gce.list_http_health_checks()
@@ -97,6 +101,6 @@ def _find(gce: GceClient, settings: Settings) -> tuple[str, str] | None:
         listed = ", ".join(f"{name} (cluster {owner})" for owner, name in owned)
         raise TeardownError(
             f"lbhc manages health checks for {len(owned)} clusters in project "
-            f"{settings.project}: {listed}; pass --cluster-id to say which to tear down"
+            f"{settings.gce.project}: {listed}; pass --cluster-id to say which to tear down"
         )
     return owned[0] if owned else None

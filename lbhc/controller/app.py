@@ -36,7 +36,8 @@ from lbhc.kube.client import (
 )
 from lbhc.planner.config import ReadinessPolicy
 from lbhc.probe.prober import NodeProber
-from lbhc.settings import RUN_SETTINGS, Settings
+from lbhc.settings import Settings
+from lbhc.settings.groups import ControllerSettings, HttpSettings, LeaderElectionSettings
 
 log = logging.getLogger(__name__)
 
@@ -47,29 +48,42 @@ def default_identity() -> str:
     return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{secrets.token_hex(3)}"
 
 
-_DEFAULT: dict[str, Any] = {
-    name: field.default for name, field in Settings.model_fields.items() if name in RUN_SETTINGS
-}
+# Defaults as the settings groups write them (`lbhc run` passes its settings; tests override
+# a few).
+_LOOP, _ELECTION, _HTTP = ControllerSettings(), LeaderElectionSettings(), HttpSettings()
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    # Defaults as the settings model writes them (`lbhc run` passes its settings; tests
-    # override a few).
-    dry_run: bool = _DEFAULT["dry_run"]
-    leader_elect: bool = _DEFAULT["leader_elect"]
-    lease_duration: float = _DEFAULT["leader_elect_lease_duration"]
-    renew_deadline: float = _DEFAULT["leader_elect_renew_deadline"]
-    retry_period: float = _DEFAULT["leader_elect_retry_period"]
+    dry_run: bool = _LOOP.dry_run
+    leader_elect: bool = _ELECTION.enabled
+    lease_duration: float = _ELECTION.lease_duration
+    renew_deadline: float = _ELECTION.renew_deadline
+    retry_period: float = _ELECTION.retry_period
     lease_namespace: str = "lbhc-system"
-    lease_name: str = _DEFAULT["leader_elect_resource_name"]
-    resync_period: float = _DEFAULT["resync_period"]
-    http_address: str = _DEFAULT["http_address"]
+    lease_name: str = _ELECTION.resource_name
+    resync_period: float = _LOOP.resync_period
+    http_address: str = _HTTP.address
     identity: str = ""
     kube_host: str | None = None  # a plain URL instead of kubeconfig (tests, the sandbox)
     watch_timeout_sec: int = 300
     # enforce mode: how long a readiness path must stay right before it is patched
     readiness_settle_sec: float = 30.0
+
+    @classmethod
+    def of(cls, settings: Settings) -> RunOptions:
+        loop, election = settings.controller, settings.leader_election
+        return cls(
+            dry_run=loop.dry_run,
+            leader_elect=election.enabled,
+            lease_duration=election.lease_duration,
+            renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
+            lease_namespace=election.resource_namespace,
+            lease_name=election.resource_name,
+            resync_period=loop.resync_period,
+            http_address=settings.http.address,
+        )
 
 
 class ControllerApp:
@@ -80,14 +94,16 @@ class ControllerApp:
         self.metrics = Metrics()
         self.stop_event = threading.Event()
         kube_config = KubeConfig(
-            kubeconfig=settings.kubeconfig, context=settings.context, host=options.kube_host
+            kubeconfig=settings.kube.kubeconfig,
+            context=settings.kube.context,
+            host=options.kube_host,
         )
         self.api = KubeApi(
             make_api_client(kube_config),
             kube_config,
-            settings.kube_proxy_namespace,
-            settings.kube_proxy_selector,
-            settings.readiness_selector,
+            settings.kube_proxy.namespace,
+            settings.kube_proxy.selector,
+            settings.readiness.selector,
         )
         self.trigger = Trigger()
         self.elector: LeaseElector | None = None
@@ -119,13 +135,13 @@ class ControllerApp:
         self.reflectors: list[Reflector] = []
         self.http: LoopbackServer | None = None
         self.prober: NodeProber | None = None
-        if settings.probe_kube_proxy:
+        if settings.probe.enabled:
             self.prober = NodeProber(
-                settings.port,
-                settings.probe_interval_sec,
-                settings.probe_timeout_sec,
+                settings.health_check.port,
+                settings.probe.interval_sec,
+                settings.probe.timeout_sec,
                 self.trigger.fire,
-                refusal_window=settings.probe_refusal_window_sec,
+                refusal_window=settings.probe.refusal_window_sec,
                 observe=lambda result: self.metrics.probes.labels(result).inc(),
             )
 
@@ -183,14 +199,14 @@ class ControllerApp:
         self.http = (self.http or self._bind_http()).start()
         log.info("serving /healthz, /readyz and /metrics on %s", self.http.url)
         try:
-            uid = None if self.settings.cluster_id else self._kube_system_uid()
+            uid = None if self.settings.health_check.cluster_id else self._kube_system_uid()
             self._detect_kube_proxy()
             if self.stop_event.is_set():
                 return
             self.cache = ClusterCache(uid, self._watched())
             cache = self.cache
             self.metrics.view_gaps.set_function(lambda: len(cache.gaps()))  # read at scrape
-            enforce = self.settings.readiness_policy is ReadinessPolicy.ENFORCE
+            enforce = self.settings.readiness.policy is ReadinessPolicy.ENFORCE
             self.controller = Controller(
                 self.settings.planner_config(),
                 self.cache,
@@ -207,8 +223,8 @@ class ControllerApp:
                 ControllerOptions(
                     dry_run=self.options.dry_run,
                     resync_period=self.options.resync_period,
-                    max_concurrency=self.settings.max_concurrent_pool_calls,
-                    lb_health_sample_sec=self.settings.lb_health_sample_sec,
+                    max_concurrency=self.settings.gce.max_concurrent_pool_calls,
+                    lb_health_sample_sec=self.settings.controller.lb_health_sample_sec,
                 ),
                 may_write=self.elector.may_write if self.elector else lambda: True,
                 enforcer=self._enforcer() if enforce else None,
@@ -244,7 +260,7 @@ class ControllerApp:
 
     def _watched(self) -> tuple[Resource, ...]:
         """DaemonSets only when the readiness policy looks at them (their RBAC is optional)."""
-        if self.settings.readiness_policy is ReadinessPolicy.OFF:
+        if self.settings.readiness.policy is ReadinessPolicy.OFF:
             return tuple(r for r in Resource if r is not Resource.KUBE_PROXY_DAEMONSETS)
         return tuple(Resource)
 
@@ -260,7 +276,7 @@ class ControllerApp:
         """Which of the selector's alternatives labels this cluster's kube-proxy (kubeadm,
         kube-up/GKE static Pods, Gardener): the Pod reflector watches that one."""
         backoff = Backoff(initial=1.0, maximum=30.0)
-        daemonsets = self.settings.readiness_policy is not ReadinessPolicy.OFF
+        daemonsets = self.settings.readiness.policy is not ReadinessPolicy.OFF
         while not self.stop_event.is_set():
             try:
                 found = self.api.detect_selectors(daemonsets=daemonsets)
@@ -273,9 +289,9 @@ class ControllerApp:
             else:
                 log.warning(
                     "no kube-proxy Pods found with any of %s in %s; watching %s (set "
-                    "kube_proxy_selector to how yours are labelled)",
-                    self.settings.kube_proxy_selector,
-                    self.settings.kube_proxy_namespace,
+                    "kube_proxy.selector to how yours are labelled)",
+                    self.settings.kube_proxy.selector,
+                    self.settings.kube_proxy.namespace,
                     self.api.kube_proxy_selector,
                 )
             return

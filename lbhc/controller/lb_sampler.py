@@ -1,8 +1,9 @@
-"""Optional sampling of GCE's own health checking by the controller (`lb_health_sample_sec`,
-off by default): a few serving nodes' getHealth in one pool carrying a kube-proxy /healthz
-check, at most once per period. When every one sampled stays UNHEALTHY for longer than that
-check's drain bound while kube-proxy is healthy, the check cannot pass anywhere and the pool
-fails open: a HealthCheckCannotPass Warning Event, lbhc_pools_failing_open, an alert."""
+"""Optional sampling of GCE's own health checking by the controller
+(`controller.lb_health_sample_sec`, off by default): a few serving nodes' getHealth in one
+pool carrying a kube-proxy /healthz check, at most once per period. When every one sampled
+stays UNHEALTHY for longer than that check's drain bound while kube-proxy is healthy, the
+check cannot pass anywhere and the pool fails open: a HealthCheckCannotPass Warning Event,
+lbhc_pools_failing_open, an alert."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ class Metrics:
         self.pools_failing_open = Gauge(
             "pools_failing_open",
             "1 while every sampled serving node stays UNHEALTHY in a pool with a kube-proxy "
-            "/healthz check, longer than its drain bound (lb_health_sample_sec)",
+            "/healthz check, longer than its drain bound (controller.lb_health_sample_sec)",
             namespace=NAMESPACE,
             registry=r,
         )

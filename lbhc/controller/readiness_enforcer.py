@@ -1,4 +1,4 @@
-"""readiness_policy `enforce`: send the readiness-probe patches, carefully. Every patch rolls
+"""readiness.policy `enforce`: send the readiness-probe patches, carefully. Every patch rolls
 kube-proxy on every node of its DaemonSet, so a patch goes out only on a complete view, only
 as the writer of the moment, only once the same right path has held for `settle_sec`, and at
 most `max_per_hour` times per DaemonSet (so a GitOps tool reverting it cannot make lbhc

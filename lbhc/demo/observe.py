@@ -46,7 +46,7 @@ def read_cluster(settings: Settings) -> ClusterSnapshot:
     """The cluster as `lbhc plan` reads it: through the kubeconfig, over HTTP."""
     from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
 
-    config = KubeConfig(kubeconfig=settings.kubeconfig)
+    config = KubeConfig(kubeconfig=settings.kube.kubeconfig)
     return KubeReader(make_api_client(config), config).read_snapshot()
 
 

@@ -205,12 +205,14 @@ class GceClient:
             if missing == self.config.network_project and missing != project:
                 return GceScopeError(
                     f"network project {missing} not found (check --network-project / "
-                    "LBHC_NETWORK_PROJECT)"
+                    "LBHC_GCE_NETWORK_PROJECT)"
                 )
-            return GceScopeError(f"project {missing} not found (check --project / LBHC_PROJECT)")
+            return GceScopeError(
+                f"project {missing} not found (check --project / LBHC_GCE_PROJECT)"
+            )
         if (region := missing_region(exc)) is not None:
             return GceScopeError(
-                f"region {region} not found in project {project} (check --region / LBHC_REGION)"
+                f"region {region} not found in project {project} (check --region / LBHC_GCE_REGION)"
             )
         status = status_of(exc)
         if status == 401:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 
-_GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+# RFC 1035 labels of at most 63 characters: what GCE accepts as a resource name or network tag.
+GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 def is_valid_gce_name(name: str) -> bool:
-    return bool(_GCE_NAME.match(name))
+    return bool(GCE_NAME.match(name))
 
 
 def target_pool_name(service_uid: str) -> str:

@@ -54,8 +54,8 @@ def cluster_id_for(kube_system_uid: str | None, config: PlannerConfig) -> str:
     if kube_system_uid:
         return cluster_id_from_uid(kube_system_uid)
     raise PlanningError(
-        "cluster id unknown: set --cluster-id (LBHC_CLUSTER_ID), or include the kube-system "
-        "Namespace in the cluster snapshot (kubectl get namespace kube-system -o json)"
+        "cluster id unknown: set --cluster-id (LBHC_HEALTH_CHECK_CLUSTER_ID), or include the "
+        "kube-system Namespace in the cluster snapshot (kubectl get namespace kube-system -o json)"
     )
 
 

@@ -95,7 +95,7 @@ def _plan_pool(
     if carries(pool, ctx.our_url):
         reason = ctx.withdraw_reason or claim.eligible_reason
         if reason is None and give_back and not ctx.takeover:
-            reason = "health_check_mode is coexist: the check lbhc replaced goes back"
+            reason = "health_check.mode is coexist: the check lbhc replaced goes back"
         if reason is None:
             return [], eligible
         return [detach_change(pool, ctx.our_url, reason, service, give_back)], (
@@ -104,7 +104,7 @@ def _plan_pool(
 
     if not pool.health_checks:
         if give_back and (not eligible or ctx.withdraw_reason or not ctx.takeover):
-            why = ctx.withdraw_reason or claim.eligible_reason or "health_check_mode is coexist"
+            why = ctx.withdraw_reason or claim.eligible_reason or "health_check.mode is coexist"
             return [give_back_change(pool, give_back, why, service)], False
         if not eligible or coverage.kind is not Coverage.NONE:
             return [], False
@@ -123,7 +123,7 @@ def _plan_pool(
                     f"TargetPool {pool.name}",
                     f"target pool {pool.name} (Service {service}) carries "
                     f"{describe_check(coverage)}, which does not probe kube-proxy's /healthz, so "
-                    "it does not drain nodes being deleted; left alone (health_check_mode: "
+                    "it does not drain nodes being deleted; left alone (health_check.mode: "
                     "takeover replaces it)",
                 )
             )

@@ -67,8 +67,8 @@ def run_ours(
         passes = [p for p in ctl.pass_log if p["end"] > burst["started"]]
         ctl.stop()
     return {
-        "max_concurrent_pool_calls": ctl.settings.max_concurrent_pool_calls,
-        "mutations_per_second_pacing": ctl.settings.gce_mutations_per_second,
+        "max_concurrent_pool_calls": ctl.settings.gce.max_concurrent_pool_calls,
+        "mutations_per_second_pacing": ctl.settings.gce.mutations_per_second,
         "seconds": round(done - burst["started"], 2),
         "services_added_in_seconds": round(burst["added"] - burst["started"], 2),
         "passes": len(passes),

@@ -163,8 +163,8 @@ def bound_sec(
     """How long convergence may take: the pass backoff of up to `failed_passes` failures, and
     for every pass (failed ones and the last) each of `calls` GCE calls paced and retried to
     the budget, plus `waits` (operation timeouts, stalls, slow requests) and a resync."""
-    per_call = 1 / settings.gce_mutations_per_second + (settings.gce_max_attempts - 1) * (
-        settings.gce_backoff_max_sec
+    per_call = 1 / settings.gce.mutations_per_second + (settings.gce.max_attempts - 1) * (
+        settings.gce.backoff_max_sec
     )
     per_pass = 1.0 + calls * per_call
     passes = failed_passes + 1
@@ -185,7 +185,7 @@ def attempts_per_request(fw: FaultWorld) -> Counter[str]:
 def assert_budget(fw: FaultWorld, changes: int, failed_passes: int) -> int:
     """No mutation tried beyond gce_max_attempts; no tight loop: at most `changes` mutations
     per pass that could have run them, each to the budget. Returns the worst attempt count."""
-    limit = fw.settings.gce_max_attempts
+    limit = fw.settings.gce.max_attempts
     attempts = attempts_per_request(fw)
     worst = max(attempts.values(), default=0)
     assert worst <= limit, f"a mutation tried {worst} times (budget {limit})"

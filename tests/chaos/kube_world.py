@@ -59,12 +59,12 @@ def recovery_bound(app: ControllerApp, fault_sec: float, mutations: int, extra: 
     reflector's backoff, a relist and watch, one resync, the mutations at the configured
     pace (each may back off once), plus `extra` (a read timeout the fault runs into)."""
     settings = app.settings
-    pace = mutations / settings.gce_mutations_per_second
+    pace = mutations / settings.gce.mutations_per_second
     return (
         reflector_wait_after(fault_sec)
         + app.options.resync_period
         + pace
-        + mutations * settings.gce_backoff_max_sec / max(settings.max_concurrent_pool_calls, 1)
+        + mutations * settings.gce.backoff_max_sec / max(settings.gce.max_concurrent_pool_calls, 1)
         + extra
         + SLACK_SEC
     )

@@ -194,7 +194,7 @@ def _opens(firewall: dict[str, Any] | None, world: SoakWorld) -> bool:
     """Our firewall exists and lets the checker reach the check's port."""
     if firewall is None:
         return False
-    port = str(world.settings.port if world.settings else 10256)
+    port = str(world.settings.health_check.port if world.settings else 10256)
     return any(
         a.get("IPProtocol") == "tcp" and port in a.get("ports", [])
         for a in firewall.get("allowed", [])

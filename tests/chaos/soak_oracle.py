@@ -50,13 +50,13 @@ class Oracle:
     def __init__(self, settings: Settings, kube_url: str, kube: KubeFake, compute: ComputeFake):
         self._config = settings.planner_config()
         self._kube, self._compute = kube, compute
-        self._project, self._region = settings.project, settings.region
+        self._project, self._region = settings.gce.project, settings.gce.region
         kube_config = KubeConfig(host=kube_url)
         self._reader = KubeReader(
             make_api_client(kube_config),
             kube_config,
-            settings.kube_proxy_namespace,
-            settings.kube_proxy_selector,
+            settings.kube_proxy.namespace,
+            settings.kube_proxy.selector,
             daemonset_selector=None,
         )
         self._gce = GceClient(settings.gce_client_config(read_only=True, client_id=ORACLE))

@@ -167,9 +167,9 @@ class SoakWorld:
         assert self.settings is not None
         scale = self.options.time_scale
         return (
-            self.settings.check_interval_sec * scale,
-            self.settings.timeout_sec * scale,
-            self.settings.healthy_threshold,
+            self.settings.health_check.check_interval_sec * scale,
+            self.settings.health_check.timeout_sec * scale,
+            self.settings.health_check.healthy_threshold,
         )
 
     def converge_bound(self) -> float:
@@ -178,7 +178,7 @@ class SoakWorld:
         removal waiting for the resync, one GCE call's full retry budget, and slack."""
         assert self.settings is not None
         options, settings = self.options, self.settings
-        gce_call = settings.gce_max_attempts * settings.gce_backoff_max_sec
+        gce_call = settings.gce.max_attempts * settings.gce.backoff_max_sec
         return (
             PASS_BACKOFF_MAX
             + REFLECTOR_BACKOFF_MAX

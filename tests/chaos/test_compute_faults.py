@@ -98,7 +98,7 @@ def run_case(case: Case, scale: Scale, seed: int) -> None:
             services=scale.cluster + scale.local,
             faults_injected=sum(injected.values()) + run.world_faults,
             attempts_max=worst,
-            attempt_budget=fw.settings.gce_max_attempts,
+            attempt_budget=fw.settings.gce.max_attempts,
             mutations=len(fw.lbhc_mutations()),
             failed_passes=failed,
             converge_s=round(max(0.0, converged_at - fault_end), 3),

@@ -47,7 +47,7 @@ def _new_leader(r: Replicas, old: ControllerApp) -> ControllerApp | None:
 
 
 def _converge_bound(r: Replicas, pools: int) -> float:
-    pace = pools / r.apps[0].settings.gce_mutations_per_second
+    pace = pools / r.apps[0].settings.gce.mutations_per_second
     return r.timings.takeover_bound() + pace + SLACK_SEC
 
 

@@ -174,7 +174,7 @@ def terminal(compute: ComputeEnv, tmp_path: Path) -> Iterator[Callable[..., Pty]
         snapshot = tmp_path / "cluster.json"
         snapshot.write_text(json.dumps(kubectl_list(node(), *svcs)))
         # One pool call at a time, each operation slow enough to interrupt in the middle.
-        env = {**os.environ, "LBHC_MAX_CONCURRENT_POOL_CALLS": "1"}
+        env = {**os.environ, "LBHC_GCE_MAX_CONCURRENT_POOL_CALLS": "1"}
         argv = ["apply", "--cluster-snapshot", str(snapshot), *gce_args(compute), *extra]
         session = Pty(argv, env)
         session.pools = names

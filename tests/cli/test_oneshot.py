@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from lbhc.cli import main
 from lbhc.cli.parser import EXIT_ERROR, EXIT_USAGE
 from lbhc.model.cluster import Service
+from lbhc.settings import environment_names
 from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, kube_proxy_pod, names, node, service
 from tests.conftest import ComputeEnv
 
@@ -165,8 +166,10 @@ def test_env_and_config_file_supply_settings(
 ) -> None:
     seed(compute, service("web"))
     config = tmp_path / "lbhc.yaml"
-    config.write_text(f"project: {PROJECT}\nregion: wrong-region\nnode_tags: [gke-node]\n")
-    monkeypatch.setenv("LBHC_REGION", REGION)  # env beats the file
+    config.write_text(
+        f"gce:\n  project: {PROJECT}\n  region: wrong-region\n  node_tags: [gke-node]\n"
+    )
+    monkeypatch.setenv("LBHC_GCE_REGION", REGION)  # env beats the file
     monkeypatch.setenv("LBHC_GCE_ENDPOINT", compute.url)
     code, out, err = run(
         capsys,
@@ -180,10 +183,40 @@ def test_env_and_config_file_supply_settings(
     assert "1 to attach" in out
 
 
+def test_a_settings_file_and_variables_written_for_0_1_still_plan_and_say_the_new_names(
+    compute: ComputeEnv,
+    snapshot_file: Any,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An upgrade must not stop a ConfigMap written for 0.1: its flat keys and variables
+    still work, and stderr says what to write instead, once per setting."""
+    seed(compute, service("web"))
+    config = tmp_path / "lbhc.yaml"
+    config.write_text(f"project: {PROJECT}\nregion: wrong-region\nnode_tags: [gke-node]\n")
+    monkeypatch.setenv("LBHC_REGION", REGION)  # 0.1's variable still beats the file
+    monkeypatch.setenv("LBHC_GCE_ENDPOINT", compute.url)
+    code, out, err = run(
+        capsys,
+        "plan",
+        "--config",
+        str(config),
+        "--cluster-snapshot",
+        str(snapshot_file(node(), service("web"))),
+    )
+    assert code == 0, err
+    assert "1 to attach" in out
+    warnings = [line for line in err.splitlines() if "deprecated" in line]
+    assert len(warnings) == 4, err  # project, region and node_tags in the file; LBHC_REGION
+    assert any("LBHC_REGION is deprecated; set LBHC_GCE_REGION instead" in w for w in warnings)
+    assert any("flat key project: in" in w and "under gce: as project:" in w for w in warnings)
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--region", REGION, "--node-tags", "t"], "setting 'project': required"),
+        (["--region", REGION, "--node-tags", "t"], "setting 'gce.project': required"),
         (
             [
                 "--project",
@@ -195,7 +228,7 @@ def test_env_and_config_file_supply_settings(
                 "--cluster-id",
                 "Bad_Id",
             ],
-            "setting 'cluster_id'",
+            "setting 'health_check.cluster_id'",
         ),
         (
             [
@@ -208,7 +241,7 @@ def test_env_and_config_file_supply_settings(
                 "--gce-endpoint",
                 "ftp://x",
             ],
-            "setting 'gce_endpoint': expected a URL",
+            "setting 'gce.endpoint': expected a URL",
         ),
     ],
     ids=["missing-project", "bad-cluster-id", "bad-endpoint"],
@@ -220,7 +253,7 @@ def test_bad_settings_give_one_clear_error(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for var in ("LBHC_PROJECT", "LBHC_REGION", "LBHC_NODE_TAGS"):
+    for var in environment_names():
         monkeypatch.delenv(var, raising=False)
     code, out, err = run(capsys, "plan", "--cluster-snapshot", str(snapshot_file(node())), *argv)
     assert code == EXIT_USAGE and out == ""

@@ -142,8 +142,12 @@ def test_run_flags_follow_kubernetes_conventions() -> None:
     assert (defaults.leader_elect, defaults.dry_run, defaults.log_format) == (None, None, None)
     from lbhc.settings import Settings
 
-    model = Settings(project="p", region="us-central1", node_tags=["t"])
-    assert (model.leader_elect, model.dry_run, model.log_format) == (True, False, "json")
+    model = Settings(gce={"project": "p", "region": "us-central1", "node_tags": ["t"]})
+    assert (model.leader_election.enabled, model.controller.dry_run, model.log.format) == (
+        True,
+        False,
+        "json",
+    )
 
 
 def test_closing_the_trigger_ends_a_backoff_wait_at_once() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from lbhc.settings import Settings
+from lbhc.settings import environment_names
 from tests.builders import KUBE_SYSTEM_UID, PROJECT
 from tests.kube_objects import namespace, write_kubeconfig
 
@@ -58,7 +58,7 @@ def clean_fakes(fakes: Fakes) -> Fakes:
 def no_lbhc_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings from the machine's environment must not leak into a case (LBHC_CHAOS_REPORT
     and other test switches stay)."""
-    settings_vars = {f"LBHC_{name.upper()}" for name in Settings.model_fields}
+    settings_vars = environment_names()
     for var in list(os.environ):
         if var.upper() in settings_vars:
             monkeypatch.delenv(var)

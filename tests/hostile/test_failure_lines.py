@@ -292,7 +292,7 @@ CASES = [
         "gce-project-not-found",
         plan(project="no-such-project"),
         EXIT_USAGE,
-        lambda w: ["project no-such-project not found (check --project / LBHC_PROJECT)"],
+        lambda w: ["project no-such-project not found (check --project / LBHC_GCE_PROJECT)"],
     ),
     Case(
         "gce-project-not-found-detailed-exitcode",
@@ -304,7 +304,7 @@ CASES = [
         "gce-project-not-found-status",
         command("status", project="no-such-project"),
         EXIT_USAGE,
-        lambda w: ["project no-such-project not found (check --project / LBHC_PROJECT)"],
+        lambda w: ["project no-such-project not found (check --project / LBHC_GCE_PROJECT)"],
     ),
     Case(
         "gce-region-not-found",

@@ -55,7 +55,7 @@ def test_apply_narrows_a_widened_rule_to_the_health_check_port_and_ranges(
     dump = tmp_path / "dump.json"
     items = [namespace("kube-system", KUBE_SYSTEM_UID), node("n-1"), web]
     dump.write_text(json.dumps({"kind": "List", "items": items}))
-    monkeypatch.setenv("LBHC_PORT", str(port))
+    monkeypatch.setenv("LBHC_HEALTH_CHECK_PORT", str(port))
 
     result = run_cli(
         capsys,

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from lbhc.cli.parser import EXIT_USAGE
-from lbhc.settings import FLAG_SETTINGS, Settings
+from lbhc.settings import FLAG_SETTINGS, SETTING_NAMES, lookup
 from tests.builders import PROJECT, REGION
 from tests.hostile.cli import Outcome, run_cli
 from tests.hostile.conftest import Fakes, free_port, port_is_free
@@ -21,9 +21,13 @@ from tests.hostile.conftest import Fakes, free_port, port_is_free
 
 @dataclass(frozen=True)
 class Bad:
-    key: str
+    key: str  # the flat name: the flag's (--key), where it is one
     value: str
     says: str  # a fragment of the message: what the setting expects
+
+    @property
+    def path(self) -> str:
+        return lookup(self.key).path
 
     @property
     def id(self) -> str:
@@ -37,7 +41,7 @@ BAD_VALUES = (
     Bad("network", "", "expected a VPC network name"),
     Bad("network", "projects/p/global/subnetworks/x", "expected a VPC network name"),
     Bad("node_tags", "", "expected one or more network tags"),
-    Bad("node_tags", "gke-node,BAD TAG", "'BAD TAG' is not a network tag"),
+    Bad("node_tags", "gke-node,BAD TAG", "'BAD TAG': expected a GCE name"),
     Bad("gce_endpoint", "ftp://x", "expected a URL"),
     Bad("gce_endpoint", "http://127.0.0.1:1/compute/v1", "no path"),
     Bad("gce_mutations_per_second", "0", "greater than 0"),
@@ -56,15 +60,23 @@ BAD_VALUES = (
     Bad("request_path", "healthz", "expected an absolute path"),
     Bad("request_path", "/health z", "expected an absolute path"),
     Bad("check_interval_sec", "301", "less than or equal to 300"),
-    Bad("timeout_sec", "9", "timeout_sec (9) must not exceed check_interval_sec (8)"),
+    Bad(
+        "timeout_sec",
+        "9",
+        "health_check.timeout_sec (9) must not exceed health_check.check_interval_sec (8)",
+    ),
     Bad("healthy_threshold", "0", "greater than or equal to 1"),
     Bad("unhealthy_threshold", "11", "less than or equal to 10"),
     Bad("raise_only_timings", "maybe", "expected true or false"),
     Bad("health_check_mode", "replace", "'coexist' or 'takeover'"),
-    Bad("load_balancer_classes", "example.com/a,not a class", "is not a loadBalancerClass"),
-    Bad("opt_out_annotation", "not an annotation!", "expected an annotation key"),
+    Bad(
+        "load_balancer_classes",
+        "example.com/a,not a class",
+        "'not a class': expected a qualified name",
+    ),
+    Bad("opt_out_annotation", "not an annotation!", "expected a qualified name"),
     Bad("unknown_version_policy", "maybe", "'fallback' or 'assume-supported'"),
-    Bad("kube_proxy_namespace", "Kube_System", "expected a namespace name"),
+    Bad("kube_proxy_namespace", "Kube_System", "expected a DNS label"),
     Bad("kube_proxy_selector", "k8s-app in (kube-proxy)", "expected equality label selectors"),
     Bad("fallback_policy", "assume-version latest", "expected any-old-node, never"),
     Bad("kube_proxy_draining_gate", "on", "'unknown', 'enabled' or 'disabled'"),
@@ -147,7 +159,7 @@ def assert_nothing_started(fakes: Fakes, port: int) -> None:
 
 def test_the_table_covers_every_setting() -> None:
     """A new setting must come with an invalid value here."""
-    assert {bad.key for bad in BAD_VALUES} == set(Settings.model_fields)
+    assert {bad.path for bad in BAD_VALUES} == {name.path for name in SETTING_NAMES}
 
 
 @pytest.mark.parametrize(("bad", "source"), cases())
@@ -167,16 +179,17 @@ def test_an_invalid_setting_is_one_line_naming_it_and_nothing_starts(
     if source == "flag":
         flags[bad.key] = bad.value
     elif source == "env":
-        where = f"LBHC_{bad.key.upper()}"
+        where = lookup(bad.key).env
         monkeypatch.setenv(where, bad.value)
     else:
         config = tmp_path / "lbhc.yaml"
-        config.write_text(yaml.safe_dump({bad.key: bad.value}))
+        group, field = bad.path.split(".")
+        config.write_text(yaml.safe_dump({group: {field: bad.value}}))
         where, extra = str(config), ["--config", str(config)]
 
     result = run_cli(capsys, argv(flags, *extra))
 
-    assert_one_clear_line(result, f"setting '{bad.key}'", bad.says, f"from {where}")
+    assert_one_clear_line(result, f"setting '{bad.path}'", bad.says, f"from {where}")
     assert_nothing_started(clean_fakes, port)
 
 
@@ -188,10 +201,12 @@ def test_an_invalid_setting_is_one_line_naming_it_and_nothing_starts(
         ("- project\n- region\n", "expected a YAML mapping of setting: value, got a list"),
         ("just a string\n", "expected a YAML mapping of setting: value, got a string"),
         ("projct: typo\n", "setting 'projct': unknown setting in"),
-        ("node_tag: x\n", "(did you mean 'node_tags'?)"),
+        ("node_tag: x\n", "(did you mean 'gce.node_tags'?)"),
+        ("gce:\n  node_tag: x\n", "setting 'gce.node_tag': unknown setting in"),
+        ("health_check: [port]\n", "expected a mapping of health_check settings"),
         ("project: !!python/object:os.system {}\n", "not valid YAML"),
         ("a: " + "[" * 5000 + "]" * 5000 + "\n", "lbhc.yaml"),
-        ("port: {a: 1}\n", "setting 'port': Input should be a valid integer"),
+        ("health_check:\n  port: {a: 1}\n", "'health_check.port': Input should be a valid integer"),
     ],
     ids=[
         "broken-yaml",
@@ -200,6 +215,8 @@ def test_an_invalid_setting_is_one_line_naming_it_and_nothing_starts(
         "a-scalar",
         "unknown-key",
         "did-you-mean",
+        "unknown-in-group",
+        "group-not-a-mapping",
         "python-tag",
         "deeply-nested",
         "mapping-for-int",
@@ -281,7 +298,7 @@ def test_inconsistent_lease_timings_are_one_clear_line(
     result = run_cli(capsys, argv(flags))
     assert_one_clear_line(
         result,
-        "leader_elect_retry_period < leader_elect_renew_deadline < leader_elect_lease_duration",
+        "retry_period < renew_deadline < lease_duration",
         "--leader-elect-renew-deadline",
     )
     assert_nothing_started(clean_fakes, port)
@@ -291,14 +308,14 @@ def test_several_invalid_settings_give_one_line_each(
     clean_fakes: Fakes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     port = free_port()
-    monkeypatch.setenv("LBHC_PORT", "0")
+    monkeypatch.setenv("LBHC_HEALTH_CHECK_PORT", "0")
     monkeypatch.setenv("LBHC_READINESS_POLICY", "loud")
     result = run_cli(capsys, argv(base_flags(clean_fakes, port)))
     assert result.code == EXIT_USAGE
     assert sorted(result.err_lines) == [
-        "lbhc: error: invalid settings: setting 'port': Input should be greater than or equal "
-        "to 1 (got '0' from LBHC_PORT)",
-        "lbhc: error: invalid settings: setting 'readiness_policy': Input should be 'off', "
+        "lbhc: error: invalid settings: setting 'health_check.port': Input should be greater "
+        "than or equal to 1 (got '0' from LBHC_HEALTH_CHECK_PORT)",
+        "lbhc: error: invalid settings: setting 'readiness.policy': Input should be 'off', "
         "'audit' or 'enforce' (got 'loud' from LBHC_READINESS_POLICY)",
     ]
     assert_nothing_started(clean_fakes, port)
@@ -311,7 +328,7 @@ def test_a_credential_in_an_invalid_endpoint_is_never_echoed(
         "gce_endpoint": "https://user:s3cr3t@example.com/compute"
     }
     result = run_cli(capsys, argv(flags))
-    assert_one_clear_line(result, "setting 'gce_endpoint'", "//***@example.com")
+    assert_one_clear_line(result, "setting 'gce.endpoint'", "//***@example.com")
     assert "s3cr3t" not in result.err
 
 
@@ -323,7 +340,7 @@ def test_a_missing_required_setting_says_every_way_to_give_it(
     del flags["node_tags"]
     result = run_cli(capsys, argv(flags))
     assert_one_clear_line(
-        result, "setting 'node_tags': required: pass --node-tags, set LBHC_NODE_TAGS"
+        result, "setting 'gce.node_tags': required: pass --node-tags, set LBHC_GCE_NODE_TAGS"
     )
     assert_nothing_started(clean_fakes, port)
 
@@ -333,10 +350,10 @@ def test_a_base_name_and_cluster_id_too_long_together_are_refused_up_front(
 ) -> None:
     """Each is valid alone; together they name no GCE resource (found by the planner fuzz)."""
     port = free_port()
-    monkeypatch.setenv("LBHC_BASE_NAME", "a" * 42)
+    monkeypatch.setenv("LBHC_HEALTH_CHECK_BASE_NAME", "a" * 42)
     flags = base_flags(clean_fakes, port) | {"cluster_id": "b" * 32}
     result = run_cli(capsys, argv(flags))
     assert_one_clear_line(
-        result, "setting 'base_name'", "would be 75 characters; expected at most 63"
+        result, "setting 'health_check.base_name'", "would be 75 characters; expected at most 63"
     )
     assert_nothing_started(clean_fakes, port)

@@ -32,7 +32,7 @@ def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
 @pytest.mark.parametrize(
     ("flag", "env", "config", "says"),
     [
-        ({"cluster_id": "Bad_Id"}, {}, "", "setting 'cluster_id'"),
+        ({"cluster_id": "Bad_Id"}, {}, "", "setting 'health_check.cluster_id'"),
         ({}, {"LBHC_GCE_MAX_ATTEMPTS": "many"}, "", "from LBHC_GCE_MAX_ATTEMPTS"),
         ({}, {}, "readiness_policy: [audit\n", "not valid YAML: line 2"),
     ],

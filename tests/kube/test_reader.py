@@ -16,7 +16,7 @@ from lbhc.kube.client import (
     read_kube_system_uid,
 )
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer, decode_continue
-from lbhc.settings import Settings
+from lbhc.settings.groups import KubeProxySettings
 from tests.kube_objects import (
     KUBE_PROXY_LABELS,
     KUBE_SYSTEM_UID,
@@ -298,7 +298,7 @@ def test_the_first_alternative_that_selects_a_kube_proxy_pod_is_listed(
     """The default selector's alternatives are tried in order, one item each; the list
     that fills the snapshot uses the one that selects something."""
     seed(kube_fake, kube_proxy_pod("n1", labels=labels))
-    default = Settings.model_fields["kube_proxy_selector"].default
+    default = KubeProxySettings().selector
     reader = KubeReader(api_client, KubeConfig(), kube_proxy_selector=default)
     snapshot = reader.read_snapshot()
     assert [p.metadata.name for p in snapshot.kube_proxy_pods] == ["kube-proxy-n1"]
