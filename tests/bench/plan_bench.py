@@ -31,7 +31,7 @@ def make_cluster(services: int, nodes: int, local_share: float = 0.2) -> Cluster
     svcs = tuple(
         service(
             f"svc-{i}",
-            f"ns-{i % 50}",
+            namespace=f"ns-{i % 50}",
             policy="Local" if local_every and i % local_every == 0 else "Cluster",
         )
         for i in range(services)

@@ -16,7 +16,7 @@ from lbhc.planner.names import cluster_id_from_uid, shared_resource_name, target
 from lbhc.planner.shared import ownership_description
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.chaos.kill9_scenario import Scenario
 from tests.controller.harness import KUBE_SYSTEM_UID, NAME, PROJECT, REGION, node_obj
 
@@ -91,7 +91,7 @@ def seed_world(scenario: Scenario, kube: KubeFake, compute: ComputeFake, seed: i
     for role, count, policy, checks in groups:
         for i in range(count):
             name = f"{role.replace('_', '-')}-{i}"
-            service = kube.upsert(kube_builders.service(name, "default", etp=policy))
+            service = kube.upsert(kube_builders.service(name, namespace="default", policy=policy))
             pool = target_pool_name(service["metadata"]["uid"])
             carried = checks
             if role == "local_own":  # its per-service check, named like the LB

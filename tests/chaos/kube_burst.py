@@ -13,7 +13,7 @@ from typing import Any
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.controller.harness import PROJECT, REGION, URL, World
 
 NAMESPACE = "burst"
@@ -40,7 +40,7 @@ def run_burst(w: World, services: int, events: int, rng: random.Random) -> Burst
     for i in range(services):
         name = f"burst-{i}"
         policy = "Local" if rng.random() < 0.2 else "Cluster"
-        obj = kube_builders.service(name, NAMESPACE, etp=policy)
+        obj = kube_builders.service(name, namespace=NAMESPACE, policy=policy)
         obj["metadata"]["uid"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         provision_load_balancers(w.compute, PROJECT, REGION, [Service.model_validate(obj)], nodes)
         w.kube.upsert(obj)

@@ -28,7 +28,7 @@ from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake.journal import JournalEntry
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.controller.harness import PROJECT, REGION, World
 
 CLEANUP_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
@@ -181,7 +181,7 @@ def add_service(
 ) -> str:
     """A LoadBalancer Service and its LB as the cloud provider makes them; with `finalizer`
     it carries the provider's cleanup finalizer, so deleting it leaves it terminating."""
-    obj = kube_builders.service(name, namespace, etp=policy)
+    obj = kube_builders.service(name, namespace=namespace, policy=policy)
     if finalizer:
         obj["metadata"]["finalizers"] = [CLEANUP_FINALIZER]
     svc = Service.model_validate(w.kube.upsert(obj))

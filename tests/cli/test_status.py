@@ -46,12 +46,12 @@ def scale_down_cluster(tmp_path: Path) -> Path:
         tmp_path,
         node("node-1"),
         node("node-2", taints=TO_BE_DELETED, taint_value="1795306688"),
-        node("old-1", "v1.29.1", taints=TO_BE_DELETED),
+        node("old-1", kubelet="v1.29.1", taints=TO_BE_DELETED),
         web,
         local,
-        kube_proxy_pod("node-1", IMAGE.format("v1.31.4"), owner_uid="ds-uid-1"),
-        kube_proxy_pod("node-2", IMAGE.format("v1.31.4"), ready=False, owner_uid="ds-uid-1"),
-        kube_proxy_pod("old-1", IMAGE.format("v1.27.3"), owner_uid="ds-uid-1"),
+        kube_proxy_pod("node-1", image=IMAGE.format("v1.31.4"), owner_uid="ds-uid-1"),
+        kube_proxy_pod("node-2", image=IMAGE.format("v1.31.4"), ready=False, owner_uid="ds-uid-1"),
+        kube_proxy_pod("old-1", image=IMAGE.format("v1.27.3"), owner_uid="ds-uid-1"),
         kube_proxy_daemonset(readiness="/healthz"),
     )
 

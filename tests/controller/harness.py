@@ -17,8 +17,8 @@ from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import load_settings
-from tests import kube_objects as kube_builders
 from tests.builders import CLOUD_PROVIDER_UID
+from tests.builders import kube as kube_builders
 
 PROJECT, REGION = "proj", "us-central1"
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "kube-system"))
@@ -27,7 +27,7 @@ URL = http_health_check_url(PROJECT, NAME)
 
 
 def node_obj(name: str, kubelet: str = "v1.31.4") -> dict[str, Any]:
-    return kube_builders.node(name, kubelet=kubelet, kube_proxy="")
+    return kube_builders.node(name, kubelet=kubelet, kube_proxy_field="")
 
 
 @dataclass
@@ -41,7 +41,7 @@ class World:
 
     def add_service(self, name: str, namespace: str = "default", policy: str = "Cluster") -> str:
         """The Service in the API and its LB in GCE, as the cloud provider would make it."""
-        obj = self.kube.upsert(kube_builders.service(name, namespace, etp=policy))
+        obj = self.kube.upsert(kube_builders.service(name, namespace=namespace, policy=policy))
         svc = Service.model_validate(obj)
         nodes = [Node.model_validate(n) for n in self.kube.objects("Node")]
         provision_load_balancers(self.compute, PROJECT, REGION, [svc], nodes)

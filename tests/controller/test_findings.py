@@ -11,7 +11,7 @@ import pytest
 from lbhc.model.cluster import Node, Service
 from lbhc.model.plan import FindingKind
 from lbhc.sandbox.cloud_provider import provision_load_balancers
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.controller.harness import NAME, PROJECT, REGION, World, world
 from tests.waiting import wait_for
 
@@ -19,7 +19,7 @@ from tests.waiting import wait_for
 def add_hostile_service(w: World) -> str:
     """A Service whose names read like lbhc's conflict warnings, with an opt-out annotation
     that is neither true nor false (a finding that quotes both names)."""
-    obj: dict[str, Any] = kube_builders.service("does-not-own-anything", "conflict-team")
+    obj: dict[str, Any] = kube_builders.service("does-not-own-anything", namespace="conflict-team")
     obj["metadata"]["annotations"] = {"lbhc.dev/ignore": "conflict: maybe"}
     svc = Service.model_validate(w.kube.upsert(obj))
     nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]

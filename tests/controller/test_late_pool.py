@@ -7,7 +7,7 @@ from __future__ import annotations
 from lbhc.model.cluster import Node, Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers, publish_ingress
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.controller.harness import PROJECT, REGION, world
 from tests.waiting import wait_for
 

@@ -15,7 +15,8 @@ from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import Settings
 from tests.builders import KUBE_SYSTEM_UID, PROJECT
-from tests.kube_objects import namespace, write_kubeconfig
+from tests.builders.kube import namespace
+from tests.kube_fixtures import write_kubeconfig
 
 
 @dataclass

@@ -75,7 +75,7 @@ def worlds(draw: Any) -> World:
     )
     orphans = tuple(draw(st.lists(st.sampled_from(["ours", "foreign", "none"]), max_size=2)))
     versions = st.sampled_from(["v1.31.4"] * 6 + ["v1.29.1-gke.1", "v1.6.13", "custom"])
-    nodes = tuple(node(f"n-{i}", draw(versions)) for i in range(draw(st.integers(1, 3))))
+    nodes = tuple(node(f"n-{i}", kubelet=draw(versions)) for i in range(draw(st.integers(1, 3))))
     shared = st.sampled_from(["absent", "ours", "drifted", "foreign"])
     return World(services, pools, orphans, nodes, draw(shared), draw(shared))
 

@@ -113,7 +113,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_kube_proxy_is_found_and_read_as_each_installer_runs_it(case: Case) -> None:
-    snapshot = cluster(nodes=(node("n1", "v1.31.4"),), pods=(case.pod,))
+    snapshot = cluster(nodes=(node("n1", kubelet="v1.31.4"),), pods=(case.pod,))
     cfg = config()
     selected = kube_proxy_selector(snapshot.kube_proxy_pods, cfg)
     assert selected is not None and selector_text(selected) == case.selector

@@ -27,15 +27,14 @@ from lbhc.gce.permissions import PERMISSIONS_BY_CALL, required_permissions
 from lbhc.model.cloud import http_health_check_url
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.compute_fake.journal import JournalEntry
-from tests import kube_objects as kube_builders
 from tests.builders import (
     PROJECT,
     REGION,
-    kube_proxy_daemonset_dict,
     our_check,
     our_firewall,
     service,
 )
+from tests.builders import kube as kube_builders
 from tests.chaos.record import record
 from tests.conftest import ComputeEnv
 from tests.controller import harness
@@ -160,9 +159,11 @@ class KubeRun:
 def _seed(w: harness.World) -> list[str]:
     """kube-proxy as a DaemonSet, and Services in two namespaces."""
     uid = "0f6b7a52-4f1e-4d1c-9a59-1b2c3d4e5f60"
-    w.kube.upsert(kube_proxy_daemonset_dict(uid=uid))
+    w.kube.upsert(kube_builders.kube_proxy_daemonset(uid=uid))
     for i in range(3):
-        pod = kube_builders.kube_proxy_pod(f"node-{i}", "v1.31.4", ready=True, owner_uid=uid)
+        pod = kube_builders.kube_proxy_pod(
+            f"node-{i}", version="v1.31.4", ready=True, owner_uid=uid
+        )
         w.kube.upsert(pod)
     w.kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
     return [w.add_service("web"), w.add_service("cart", namespace="shop")]

@@ -9,7 +9,8 @@ import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
-from tests.kube_objects import KUBE_SYSTEM_UID, namespace, seed
+from tests.builders.kube import KUBE_SYSTEM_UID, namespace
+from tests.kube_fixtures import seed
 
 
 @pytest.fixture
