@@ -174,11 +174,16 @@ def with_kube_proxy_field(version: str | None) -> Tweak:
     return tweak
 
 
-def with_internal_ip(address: str) -> Tweak:
+def with_address(type_: str, address: str) -> Tweak:
     def tweak(obj: Obj) -> None:
-        obj["status"].setdefault("addresses", []).append({"type": "InternalIP", "address": address})
+        obj["status"].setdefault("addresses", []).append({"type": type_, "address": address})
 
     return tweak
+
+
+def with_internal_ip(address: str) -> Tweak:
+    """Where kube-proxy's health port is probed from the controller."""
+    return with_address("InternalIP", address)
 
 
 def with_provider_id(provider_id: str | None) -> Tweak:
@@ -289,6 +294,27 @@ def with_ports(count: int) -> Tweak:
     return tweak
 
 
+def with_port(port: int, node_port: int, target_port: int | None = None) -> Tweak:
+    """One TCP port in place of the default (the cloud provider's rule carries its range)."""
+    entry: Obj = {"port": port, "protocol": "TCP", "nodePort": node_port}
+    if target_port is not None:
+        entry["targetPort"] = target_port
+
+    def tweak(obj: Obj) -> None:
+        obj["spec"]["ports"] = [dict(entry)]
+
+    return tweak
+
+
+def with_spec(**fields: Any) -> Tweak:
+    """Any other spec fields, as the API spells them (`loadBalancerSourceRanges=[...]`)."""
+
+    def tweak(obj: Obj) -> None:
+        obj["spec"].update(fields)
+
+    return tweak
+
+
 def long_named_service() -> Obj:
     """Name, namespace and UID each at the API's limit."""
     return service(LONG_SERVICE_NAME, namespace=LONG_NAMESPACE, uid=LONG_UID)
@@ -348,6 +374,25 @@ def owned_by_daemonset(uid: str, name: str = "kube-proxy") -> Tweak:
         obj["metadata"]["ownerReferences"] = [
             {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid}
         ]
+
+    return tweak
+
+
+def owned_by_node(node_name: str) -> Tweak:
+    """A mirror Pod: a static Pod the kubelet runs from a file, owned by its Node (GKE's
+    kube-proxy)."""
+
+    def tweak(obj: Obj) -> None:
+        obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": "u1"}
+        ]
+
+    return tweak
+
+
+def with_readiness_probe(path: str) -> Tweak:
+    def tweak(obj: Obj) -> None:
+        obj["spec"]["containers"][0]["readinessProbe"] = http_probe(path)
 
     return tweak
 

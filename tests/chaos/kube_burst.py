@@ -40,8 +40,8 @@ def run_burst(w: World, services: int, events: int, rng: random.Random) -> Burst
     for i in range(services):
         name = f"burst-{i}"
         policy = "Local" if rng.random() < 0.2 else "Cluster"
-        obj = kube_builders.service(name, namespace=NAMESPACE, policy=policy)
-        obj["metadata"]["uid"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        obj = kube_builders.service(name, namespace=NAMESPACE, policy=policy, uid=uid)
         provision_load_balancers(w.compute, PROJECT, REGION, [Service.model_validate(obj)], nodes)
         w.kube.upsert(obj)
         burst.pools[name] = target_pool_name(obj["metadata"]["uid"])

@@ -181,9 +181,8 @@ def add_service(
 ) -> str:
     """A LoadBalancer Service and its LB as the cloud provider makes them; with `finalizer`
     it carries the provider's cleanup finalizer, so deleting it leaves it terminating."""
-    obj = kube_builders.service(name, namespace=namespace, policy=policy)
-    if finalizer:
-        obj["metadata"]["finalizers"] = [CLEANUP_FINALIZER]
+    tweaks = [kube_builders.with_finalizers(CLEANUP_FINALIZER)] if finalizer else []
+    obj = kube_builders.service(name, *tweaks, namespace=namespace, policy=policy)
     svc = Service.model_validate(w.kube.upsert(obj))
     nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
     provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
@@ -264,6 +263,6 @@ def force_relist(w: World) -> None:
     """History the reflectors would resume from is gone: their next watch gets 410 (in the
     stream) and they relist. A write first, so every reflector's version is older than the
     compaction."""
-    w.kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bump"}})
+    w.kube.upsert(kube_builders.namespace("bump"))
     w.kube.compact()
     w.kube.faults.drop_watches()

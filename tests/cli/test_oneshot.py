@@ -13,7 +13,16 @@ from pydantic import BaseModel
 from lbhc.cli import main
 from lbhc.cli.parser import EXIT_ERROR, EXIT_USAGE
 from lbhc.model.cluster import Service
-from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, kube_proxy_pod, names, node, service
+from tests.builders import (
+    KUBE_SYSTEM_UID,
+    PROJECT,
+    REGION,
+    kube,
+    kube_proxy_pod,
+    names,
+    node,
+    service,
+)
 from tests.conftest import ComputeEnv
 
 _, NAME, URL = names()
@@ -25,13 +34,7 @@ def kubectl_list(*objects: BaseModel) -> dict[str, Any]:
         {"apiVersion": "v1", "kind": type(o).__name__, **o.model_dump(by_alias=True)}
         for o in objects
     ]
-    items.append(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": "kube-system", "uid": KUBE_SYSTEM_UID},
-        }
-    )
+    items.append(kube.namespace("kube-system", KUBE_SYSTEM_UID))
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 

@@ -165,7 +165,7 @@ def _seed(w: harness.World) -> list[str]:
             f"node-{i}", version="v1.31.4", ready=True, owner_uid=uid
         )
         w.kube.upsert(pod)
-    w.kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    w.kube.upsert(kube_builders.namespace("shop"))
     return [w.add_service("web"), w.add_service("cart", namespace="shop")]
 
 
