@@ -14,6 +14,7 @@ from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from tests.builders import PROJECT, REGION, pool_for
+from tests.worlds import compute_fake
 
 
 @dataclass
@@ -96,7 +97,6 @@ def chaos_scale(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def compute() -> Iterator[ComputeEnv]:
-    fake = ComputeFake()
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT)
     with ComputeFakeServer(fake) as server:
         yield ComputeEnv(fake, server.url)

@@ -18,14 +18,12 @@ from kubernetes.client.exceptions import ApiException
 
 from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.builders.kube import KUBE_SYSTEM_UID, namespace
+from tests.worlds import seed_cluster
 
 
 @pytest.fixture
 def kube_fake() -> KubeFake:
-    fake = KubeFake()
-    seed(fake, namespace("default"), namespace("kube-system", KUBE_SYSTEM_UID))
-    return fake
+    return seed_cluster(KubeFake(), namespaces=("default",))
 
 
 @pytest.fixture

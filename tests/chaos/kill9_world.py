@@ -19,6 +19,7 @@ from lbhc.sandbox.kube_fake import KubeFake
 from tests.builders import kube as kube_builders
 from tests.chaos.kill9_scenario import Scenario
 from tests.controller.harness import KUBE_SYSTEM_UID, NAME, PROJECT, REGION, node_obj
+from tests.worlds import seed_cluster
 
 NODES = ("node-0", "node-1", "node-2")
 NODE_TAG = "gke-node"
@@ -76,7 +77,12 @@ class Seeded:
 def seed_world(scenario: Scenario, kube: KubeFake, compute: ComputeFake, seed: int) -> Seeded:
     rng = random.Random(seed * 7919 + 1)
     seeded = Seeded()
-    _seed_cluster(kube)
+    seed_cluster(
+        kube,
+        kube_system_uid=KUBE_SYSTEM_UID,
+        namespaces=("lbhc-system",),
+        nodes=[node_obj(node) for node in NODES],
+    )
     compute.add_network(PROJECT, "default")
     _seed_foreign(compute, seeded)
     _seed_ours(scenario, compute)
@@ -102,13 +108,6 @@ def seed_world(scenario: Scenario, kube: KubeFake, compute: ComputeFake, seed: i
             seeded.add(role, pool)
     _seed_strangers(scenario, compute, seeded, rng)
     return seeded
-
-
-def _seed_cluster(kube: KubeFake) -> None:
-    for namespace, uid in (("kube-system", KUBE_SYSTEM_UID), ("lbhc-system", None)):
-        kube.upsert(kube_builders.namespace(namespace, uid))
-    for node in NODES:
-        kube.upsert(node_obj(node))
 
 
 def add_load_balancer(

@@ -24,12 +24,10 @@ from lbhc.controller.app import ControllerApp
 from lbhc.controller.backoff import Backoff
 from lbhc.kube.cache import PLANNING_RESOURCES
 from lbhc.kube.client import KubeConfig
-from lbhc.model.cluster import Node, Service
-from lbhc.planner.names import target_pool_name
-from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake.journal import JournalEntry
 from tests.builders import kube as kube_builders
-from tests.controller.harness import PROJECT, REGION, World
+from tests.controller.harness import World
+from tests.worlds import add_load_balanced_service
 
 CLEANUP_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 RESYNC_SEC = 0.5  # passes keep running through every fault: a partial view gets its chance
@@ -183,10 +181,7 @@ def add_service(
     it carries the provider's cleanup finalizer, so deleting it leaves it terminating."""
     tweaks = [kube_builders.with_finalizers(CLEANUP_FINALIZER)] if finalizer else []
     obj = kube_builders.service(name, *tweaks, namespace=namespace, policy=policy)
-    svc = Service.model_validate(w.kube.upsert(obj))
-    nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
-    provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
-    return target_pool_name(svc.metadata.uid)
+    return add_load_balanced_service(w.kube, w.compute, obj)
 
 
 @dataclass

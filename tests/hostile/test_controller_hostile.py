@@ -13,21 +13,17 @@ from typing import Any
 import pytest
 
 from lbhc.controller.app import ControllerApp
-from lbhc.model.cluster import Node, Service
-from lbhc.sandbox.cloud_provider import provision_load_balancers
 from tests.builders import kube
-from tests.controller.harness import PROJECT, REGION, World, world
+from tests.controller.harness import World, world
 from tests.waiting import wait_for
+from tests.worlds import add_load_balanced_service
 
 CONVERGE_SEC = 60.0  # generous: a shared 2-core machine
 
 
 def add_service(w: World, obj: dict[str, Any]) -> str:
     """`obj` in the API and its load balancer in GCE, as the cloud provider would make it."""
-    svc = Service.model_validate(w.kube.upsert(obj))
-    nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
-    (pool,) = provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
-    return pool
+    return add_load_balanced_service(w.kube, w.compute, obj)
 
 
 def events(w: World, reason: str) -> dict[str, str]:

@@ -28,6 +28,7 @@ from tests.builders import (
     service,
 )
 from tests.conftest import ComputeEnv
+from tests.worlds import compute_fake
 
 _, NAME, URL = names()
 FOREIGN_CHECK = "hand-made-check"
@@ -141,8 +142,7 @@ def foreign_state(fake: ComputeFake, world: World) -> Any:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(world=worlds())
 def test_apply_converges_touches_nothing_foreign_and_honours_fallback(world: World) -> None:
-    fake = ComputeFake()
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT)
     with ComputeFakeServer(fake) as server:
         env = ComputeEnv(fake, server.url)
         seed(env, world)

@@ -25,7 +25,7 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
 from lbhc.gce.permissions import PERMISSIONS_BY_CALL, required_permissions
 from lbhc.model.cloud import http_health_check_url
-from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from lbhc.sandbox.compute_fake import ComputeFakeServer
 from lbhc.sandbox.compute_fake.journal import JournalEntry
 from tests.builders import (
     PROJECT,
@@ -41,6 +41,7 @@ from tests.controller import harness
 from tests.security.iam import OPERATION_PERMISSIONS, permissions_for
 from tests.test_deploy import OVERLAYS, Request, allowed, granted_rules, parse, render
 from tests.waiting import wait_for
+from tests.worlds import compute_fake
 
 # ---- GCE: each call needs exactly what it declares ------------------------------------------
 
@@ -100,8 +101,7 @@ REGION_OPS = set(PERMISSIONS_BY_CALL["wait_region_operation"])
 def gce_run() -> Iterator[dict[str, set[str]]]:
     """Every call once, in order; per call, the permissions its requests needed. Operations
     stay PENDING a moment, so every mutation is really waited on."""
-    fake = ComputeFake(operation_latency=0.05)
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT, operation_latency=0.05)
     with ComputeFakeServer(fake) as server:
         env = ComputeEnv(fake, server.url)
         config = GceClientConfig(PROJECT, REGION, endpoint=server.url)
