@@ -16,6 +16,7 @@ from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
 from tests.builders import kube as kube_builders
 from tests.builders.constants import KUBE_SYSTEM_UID, PROJECT, REGION
+from tests.builders.gce import service_description
 
 
 def compute_fake(project: str = PROJECT, operation_latency: float = 0.0) -> ComputeFake:
@@ -43,6 +44,40 @@ def seed_cluster(
     for node in nodes:
         kube.upsert(node)
     return kube
+
+
+def instance_url(node: str, project: str = PROJECT, zone: str = f"{REGION}-a") -> str:
+    """The VM behind a node of the builders' cluster (their providerIDs name us-central1-a)."""
+    return f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/instances/{node}"
+
+
+def add_load_balancer(
+    compute: ComputeFake,
+    name: str,
+    service_key: str,
+    *,
+    nodes: Iterable[str] = ("node-1",),
+    health_checks: Iterable[str] = (),
+    project: str = PROJECT,
+    region: str = REGION,
+) -> str:
+    """A target pool over `nodes` carrying `health_checks`, and its forwarding rule, named and
+    described as the cloud provider makes them for the Service `service_key` (namespace/name);
+    for worlds that need a pool's contents exactly, where make_load_balancer follows the API."""
+    description = service_description(service_key)
+    instances = [instance_url(n, project, f"{region}-a") for n in nodes]
+    created = compute.add_target_pool(
+        project,
+        region,
+        name,
+        description=description,
+        instances=instances,
+        health_checks=tuple(health_checks),
+    )
+    compute.add_forwarding_rule(
+        project, region, name, target=created["selfLink"], description=description
+    )
+    return name
 
 
 def nodes_in(kube: KubeFake) -> list[Node]:

@@ -18,8 +18,8 @@ from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
 from tests.builders import kube as kube_builders
 from tests.chaos.kill9_scenario import Scenario
-from tests.controller.harness import KUBE_SYSTEM_UID, NAME, PROJECT, REGION, node_obj
-from tests.worlds import seed_cluster
+from tests.controller.harness import KUBE_SYSTEM_UID, NAME, PROJECT, node_obj
+from tests.worlds import add_load_balancer, seed_cluster
 
 NODES = ("node-0", "node-1", "node-2")
 NODE_TAG = "gke-node"
@@ -104,27 +104,10 @@ def seed_world(scenario: Scenario, kube: KubeFake, compute: ComputeFake, seed: i
                 compute.add_http_health_check(PROJECT, pool, port=31000 + i, requestPath="/")
                 seeded.foreign_checks.append(pool)
                 carried = (pool,)
-            add_load_balancer(compute, pool, f"default/{name}", carried)
+            add_load_balancer(compute, pool, f"default/{name}", nodes=NODES, health_checks=carried)
             seeded.add(role, pool)
     _seed_strangers(scenario, compute, seeded, rng)
     return seeded
-
-
-def add_load_balancer(
-    compute: ComputeFake, pool: str, service_key: str, checks: tuple[str, ...]
-) -> None:
-    """A pool and forwarding rule named and described as the cloud provider makes them."""
-    description = json.dumps({"kubernetes.io/service-name": service_key}, separators=(",", ":"))
-    instances = [
-        f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{REGION}-a/instances/{n}"
-        for n in NODES
-    ]
-    created = compute.add_target_pool(
-        PROJECT, REGION, pool, description=description, instances=instances, health_checks=checks
-    )
-    compute.add_forwarding_rule(
-        PROJECT, REGION, pool, target=created["selfLink"], description=description
-    )
 
 
 def insert_firewall(compute: ComputeFake, name: str, fields: dict[str, Any]) -> None:
@@ -182,7 +165,7 @@ def _seed_strangers(
         strangers.append(("orphan", "default/gone", (NAME,)))
     for role, key, checks in strangers:
         pool = target_pool_name(str(uuid.UUID(int=rng.getrandbits(128))))
-        add_load_balancer(compute, pool, key, checks)
+        add_load_balancer(compute, pool, key, nodes=NODES, health_checks=checks)
         seeded.add(role, pool)
 
 
