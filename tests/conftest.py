@@ -13,7 +13,8 @@ from lbhc.gce.config import GceClientConfig
 from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
-from tests.builders import PROJECT, REGION, pool_for
+from tests.builders import PROJECT, REGION
+from tests.worlds import add_load_balancer, compute_fake
 
 
 @dataclass
@@ -36,25 +37,9 @@ class ComputeEnv:
 
     def add_service_pool(self, svc: Service, health_checks: tuple[str, ...] = ()) -> str:
         """A target pool and forwarding rule as the cloud provider makes them for `svc`."""
-        pool = pool_for(svc)
-        created = self.fake.add_target_pool(
-            PROJECT,
-            REGION,
-            pool.name,
-            description=pool.description,
-            instances=(
-                f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{REGION}-a/instances/node-1",
-            ),
-            health_checks=health_checks,
+        return add_load_balancer(
+            self.fake, target_pool_name(svc.metadata.uid), svc.key, health_checks=health_checks
         )
-        self.fake.add_forwarding_rule(
-            PROJECT,
-            REGION,
-            target_pool_name(svc.metadata.uid),
-            target=created["selfLink"],
-            description=pool.description,
-        )
-        return pool.name
 
     def delete_load_balancer(self, name: str) -> None:
         """What the cloud provider does when its Service goes: rule first, then the pool."""
@@ -96,7 +81,6 @@ def chaos_scale(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def compute() -> Iterator[ComputeEnv]:
-    fake = ComputeFake()
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT)
     with ComputeFakeServer(fake) as server:
         yield ComputeEnv(fake, server.url)

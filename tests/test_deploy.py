@@ -21,8 +21,8 @@ import yaml
 
 from lbhc.cli import main
 from lbhc.settings import load_settings
-from tests import kube_objects as kube_builders
-from tests.builders import kube_proxy_daemonset_dict
+from tests.builders import kube as kube_builders
+from tests.builders.kube import kube_proxy_daemonset
 from tests.controller.harness import PROJECT, REGION, world
 from tests.waiting import wait_for
 
@@ -488,9 +488,11 @@ def lbhc_requests_through_everything(tmp_path: Path) -> set[Request]:
     against the kube-apiserver fake; every request it saw."""
     with world() as w:
         uid = "0f6b7a52-4f1e-4d1c-9a59-1b2c3d4e5f60"
-        w.kube.upsert(kube_proxy_daemonset_dict(uid=uid))
+        w.kube.upsert(kube_proxy_daemonset(uid=uid))
         for i in range(3):
-            pod = kube_builders.kube_proxy_pod(f"node-{i}", "v1.31.4", ready=True, owner_uid=uid)
+            pod = kube_builders.kube_proxy_pod(
+                f"node-{i}", version="v1.31.4", ready=True, owner_uid=uid
+            )
             w.kube.upsert(pod)
         pool = w.add_service("web")
         app = w.start(

@@ -24,6 +24,7 @@ from lbhc.planner.planner import plan
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from tests.bench.report import add_output_args, load, print_comparison
 from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, config, names, node, pool_for, service
+from tests.worlds import compute_fake
 
 
 def make_cluster(services: int, nodes: int, local_share: float = 0.2) -> ClusterSnapshot:
@@ -31,7 +32,7 @@ def make_cluster(services: int, nodes: int, local_share: float = 0.2) -> Cluster
     svcs = tuple(
         service(
             f"svc-{i}",
-            f"ns-{i % 50}",
+            namespace=f"ns-{i % 50}",
             policy="Local" if local_every and i % local_every == 0 else "Cluster",
         )
         for i in range(services)
@@ -86,8 +87,7 @@ def _calls(fake: ComputeFake) -> dict[str, int]:
 
 def bench_gce_calls(services: int) -> dict[str, Any]:
     cluster = make_cluster(services, 3)
-    fake = ComputeFake()
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT)
     for svc in cluster.services:
         pool = pool_for(svc)
         fake.add_target_pool(PROJECT, REGION, pool.name, description=pool.description)

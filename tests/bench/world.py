@@ -40,6 +40,7 @@ from typing import Any, Self
 from lbhc.model.cloud import http_health_check_url
 from lbhc.planner.names import cluster_id_from_uid, shared_resource_name
 from lbhc.settings import Settings, load_settings
+from tests.worlds import compute_fake, seed_cluster
 
 PROJECT, REGION = "bench-project", "us-central1"
 NODE_TAG = "gke-bench-node"
@@ -238,7 +239,7 @@ class _World:
     def __init__(self, spec: WorldSpec) -> None:
         from lbhc.model.cluster import Node, Service
         from lbhc.sandbox.cloud_provider import provision_load_balancers
-        from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+        from lbhc.sandbox.compute_fake import ComputeFakeServer
         from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
         from tests.bench import objects
 
@@ -246,11 +247,8 @@ class _World:
         self.spec = spec
         self._stack = contextlib.ExitStack()
         self.kube = KubeFake()
-        self.compute = ComputeFake()  # operations take no time until the world is built
-        self.compute.add_network(PROJECT, "default")
-        for name, uid in (("kube-system", KUBE_SYSTEM_UID), ("lbhc-system", "")):
-            meta = {"name": name, **({"uid": uid} if uid else {})}
-            self.kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+        self.compute = compute_fake(PROJECT)  # operations take no time until it is built
+        seed_cluster(self.kube, kube_system_uid=KUBE_SYSTEM_UID, namespaces=("lbhc-system",))
         nodes, services, pods = objects.cluster(spec.nodes, spec.services, spec.local_share)
         for obj in [*nodes, *services, *(pods if spec.kube_proxy_pods else [])]:
             self.kube.upsert(obj)

@@ -32,17 +32,16 @@ from tests.chaos.compute_checks import (
 )
 from tests.chaos.compute_world import (
     API,
-    BASE_SETTINGS,
     FOREIGN_CHECK,
     OTHER_CLUSTER,
     OTHER_REGION,
     FaultWorld,
 )
-from tests.controller.harness import NAME, PROJECT, REGION
+from tests.controller.harness import FAST_RETRIES, NAME, PROJECT, REGION
 from tests.waiting import wait_for
 
 CHECK = f"/global/httpHealthChecks/{NAME}"
-START_BACKOFF_MAX = float(BASE_SETTINGS["gce_backoff_max_sec"])
+START_BACKOFF_MAX = float(FAST_RETRIES["gce_backoff_max_sec"])
 FIREWALL = f"/global/firewalls/{NAME}"
 
 

@@ -16,8 +16,9 @@ from lbhc.gce.client import GceClient
 from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.compute_fake import ComputeFake, JournalEntry
-from lbhc.settings import Settings, load_settings
+from lbhc.settings import Settings
 from tests.controller.harness import PROJECT, REGION, World, world
+from tests.worlds import make_load_balancer
 
 IDENTITY = "lbhc-under-test"
 OTHER_REGION = "europe-west1"
@@ -32,9 +33,8 @@ OTHER_CLUSTER = json.dumps(
     {"kubernetes.io/service-name": "other-ns/other-svc"}, separators=(",", ":")
 )
 
-# What the harness gives every controller (tests/controller/harness.py), plus a short resync
-# so drift made by hand is seen, and stability can be judged, within a second or two.
-BASE_SETTINGS: dict[str, Any] = {"gce_backoff_initial_sec": 0.05, "gce_backoff_max_sec": 0.2}
+# A short resync so drift made by hand is seen, and stability can be judged, within a second
+# or two.
 RESYNC_SEC = 0.3
 
 
@@ -106,12 +106,8 @@ class FaultWorld:
 
     def reprovision(self, pool: str) -> None:
         """The cloud provider makes the pool again for the same Service (same name)."""
-        from lbhc.model.cluster import Node
-        from lbhc.sandbox.cloud_provider import provision_load_balancers
-
         svc = Service.model_validate(self.service_of(pool))
-        nodes = [Node.model_validate(n) for n in self.w.kube.objects("Node")]
-        provision_load_balancers(self.compute, PROJECT, REGION, [svc], nodes)
+        make_load_balancer(self.w.kube, self.compute, svc)
 
     def pool_op(self, pool: str, verb: str, check_url: str, region: str = REGION) -> None:
         body = {"healthChecks": [{"healthCheck": check_url}]}
@@ -120,13 +116,7 @@ class FaultWorld:
     # ---- the controller -------------------------------------------------------------
     def configure(self, settings: dict[str, Any] | None = None) -> Settings:
         """lbhc's settings for this world: the harness's, with `settings` on top."""
-        self.settings = load_settings(
-            project=PROJECT,
-            region=REGION,
-            node_tags="gke-node",
-            gce_endpoint=self.w.compute_url,
-            **{**BASE_SETTINGS, **(settings or {})},
-        )
+        self.settings = self.w.settings(settings)
         return self.settings
 
     def start(

@@ -16,9 +16,10 @@ from lbhc.planner.names import cluster_id_from_uid, shared_resource_name, target
 from lbhc.planner.shared import ownership_description
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.chaos.kill9_scenario import Scenario
-from tests.controller.harness import KUBE_SYSTEM_UID, NAME, PROJECT, REGION, node_obj
+from tests.controller.harness import KUBE_SYSTEM_UID, NAME, PROJECT, node_obj
+from tests.worlds import add_load_balancer, seed_cluster
 
 NODES = ("node-0", "node-1", "node-2")
 NODE_TAG = "gke-node"
@@ -76,7 +77,12 @@ class Seeded:
 def seed_world(scenario: Scenario, kube: KubeFake, compute: ComputeFake, seed: int) -> Seeded:
     rng = random.Random(seed * 7919 + 1)
     seeded = Seeded()
-    _seed_cluster(kube)
+    seed_cluster(
+        kube,
+        kube_system_uid=KUBE_SYSTEM_UID,
+        namespaces=("lbhc-system",),
+        nodes=[node_obj(node) for node in NODES],
+    )
     compute.add_network(PROJECT, "default")
     _seed_foreign(compute, seeded)
     _seed_ours(scenario, compute)
@@ -91,41 +97,17 @@ def seed_world(scenario: Scenario, kube: KubeFake, compute: ComputeFake, seed: i
     for role, count, policy, checks in groups:
         for i in range(count):
             name = f"{role.replace('_', '-')}-{i}"
-            service = kube.upsert(kube_builders.service(name, "default", etp=policy))
+            service = kube.upsert(kube_builders.service(name, namespace="default", policy=policy))
             pool = target_pool_name(service["metadata"]["uid"])
             carried = checks
             if role == "local_own":  # its per-service check, named like the LB
                 compute.add_http_health_check(PROJECT, pool, port=31000 + i, requestPath="/")
                 seeded.foreign_checks.append(pool)
                 carried = (pool,)
-            add_load_balancer(compute, pool, f"default/{name}", carried)
+            add_load_balancer(compute, pool, f"default/{name}", nodes=NODES, health_checks=carried)
             seeded.add(role, pool)
     _seed_strangers(scenario, compute, seeded, rng)
     return seeded
-
-
-def _seed_cluster(kube: KubeFake) -> None:
-    for namespace, uid in (("kube-system", KUBE_SYSTEM_UID), ("lbhc-system", None)):
-        kube.upsert(kube_builders.namespace(namespace, uid))
-    for node in NODES:
-        kube.upsert(node_obj(node))
-
-
-def add_load_balancer(
-    compute: ComputeFake, pool: str, service_key: str, checks: tuple[str, ...]
-) -> None:
-    """A pool and forwarding rule named and described as the cloud provider makes them."""
-    description = json.dumps({"kubernetes.io/service-name": service_key}, separators=(",", ":"))
-    instances = [
-        f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{REGION}-a/instances/{n}"
-        for n in NODES
-    ]
-    created = compute.add_target_pool(
-        PROJECT, REGION, pool, description=description, instances=instances, health_checks=checks
-    )
-    compute.add_forwarding_rule(
-        PROJECT, REGION, pool, target=created["selfLink"], description=description
-    )
 
 
 def insert_firewall(compute: ComputeFake, name: str, fields: dict[str, Any]) -> None:
@@ -183,7 +165,7 @@ def _seed_strangers(
         strangers.append(("orphan", "default/gone", (NAME,)))
     for role, key, checks in strangers:
         pool = target_pool_name(str(uuid.UUID(int=rng.getrandbits(128))))
-        add_load_balancer(compute, pool, key, checks)
+        add_load_balancer(compute, pool, key, nodes=NODES, health_checks=checks)
         seeded.add(role, pool)
 
 

@@ -10,11 +10,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from lbhc.model.cluster import Node, Service
+from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.cloud_provider import provision_load_balancers
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.controller.harness import PROJECT, REGION, URL, World
+from tests.worlds import nodes_in
 
 NAMESPACE = "burst"
 
@@ -34,14 +35,14 @@ def run_burst(w: World, services: int, events: int, rng: random.Random) -> Burst
     three a relabel (nothing lbhc reads), one in three a policy flip."""
     if events < services:
         raise ValueError("a burst needs at least one event per Service")
-    nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
+    nodes = nodes_in(w.kube)
     burst = Burst(started=time.monotonic())
     policies: dict[str, str] = {}
     for i in range(services):
         name = f"burst-{i}"
         policy = "Local" if rng.random() < 0.2 else "Cluster"
-        obj = kube_builders.service(name, NAMESPACE, etp=policy)
-        obj["metadata"]["uid"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        obj = kube_builders.service(name, namespace=NAMESPACE, policy=policy, uid=uid)
         provision_load_balancers(w.compute, PROJECT, REGION, [Service.model_validate(obj)], nodes)
         w.kube.upsert(obj)
         burst.pools[name] = target_pool_name(obj["metadata"]["uid"])

@@ -24,12 +24,10 @@ from lbhc.controller.app import ControllerApp
 from lbhc.controller.backoff import Backoff
 from lbhc.kube.cache import PLANNING_RESOURCES
 from lbhc.kube.client import KubeConfig
-from lbhc.model.cluster import Node, Service
-from lbhc.planner.names import target_pool_name
-from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake.journal import JournalEntry
-from tests import kube_objects as kube_builders
-from tests.controller.harness import PROJECT, REGION, World
+from tests.builders import kube as kube_builders
+from tests.controller.harness import World
+from tests.worlds import add_load_balanced_service
 
 CLEANUP_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 RESYNC_SEC = 0.5  # passes keep running through every fault: a partial view gets its chance
@@ -181,13 +179,9 @@ def add_service(
 ) -> str:
     """A LoadBalancer Service and its LB as the cloud provider makes them; with `finalizer`
     it carries the provider's cleanup finalizer, so deleting it leaves it terminating."""
-    obj = kube_builders.service(name, namespace, etp=policy)
-    if finalizer:
-        obj["metadata"]["finalizers"] = [CLEANUP_FINALIZER]
-    svc = Service.model_validate(w.kube.upsert(obj))
-    nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
-    provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
-    return target_pool_name(svc.metadata.uid)
+    tweaks = [kube_builders.with_finalizers(CLEANUP_FINALIZER)] if finalizer else []
+    obj = kube_builders.service(name, *tweaks, namespace=namespace, policy=policy)
+    return add_load_balanced_service(w.kube, w.compute, obj)
 
 
 @dataclass
@@ -264,6 +258,6 @@ def force_relist(w: World) -> None:
     """History the reflectors would resume from is gone: their next watch gets 410 (in the
     stream) and they relist. A write first, so every reflector's version is older than the
     compaction."""
-    w.kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bump"}})
+    w.kube.upsert(kube_builders.namespace("bump"))
     w.kube.compact()
     w.kube.faults.drop_watches()

@@ -21,6 +21,7 @@ from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.kube_proxy import image_version
 from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER, SandboxSpec, kube_proxy_pod, node, node_name
+from tests.builders import kube as kube_builders
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
 HOLD = "soak.lbhc.dev/vm"  # holds a deleted Node (deletionTimestamp set) until its VM goes
@@ -80,22 +81,14 @@ class Churn:
         name = f"soak-{index}"
         uid = str(uuid.uuid5(uuid.NAMESPACE_DNS, f"soak/{self._spec.namespace}/{name}"))
         self._kube.upsert(
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {
-                    "name": name,
-                    "namespace": self._spec.namespace,
-                    "uid": uid,
-                    "finalizers": [LB_CLEANUP_FINALIZER],
-                },
-                "spec": {
-                    "type": "LoadBalancer",
-                    "externalTrafficPolicy": policy,
-                    "ports": [{"port": 80, "protocol": "TCP", "nodePort": 31000 + index % 2000}],
-                    "selector": {"app": name},
-                },
-            }
+            kube_builders.service(
+                name,
+                kube_builders.with_finalizers(LB_CLEANUP_FINALIZER),
+                kube_builders.with_port(80, node_port=31000 + index % 2000),
+                namespace=self._spec.namespace,
+                policy=policy,
+                uid=uid,
+            )
         )
         self.service_pools.add(target_pool_name(uid))
         return f"Service {name} created ({policy})"

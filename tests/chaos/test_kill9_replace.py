@@ -15,7 +15,7 @@ from lbhc.cli import main
 from lbhc.model.cloud import http_health_check_url
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.chaos.kill9_scenario import Scenario
 from tests.chaos.kill9_spec import FAST_LATENCY, START_ALLOWANCE, TrialSpec, flags
 from tests.chaos.kill9_switch import HookedComputeServer, KillPoint, KillSwitch
@@ -103,7 +103,7 @@ def test_a_restart_that_may_not_attach_puts_the_foreign_check_back(tmp_path: Pat
         # Before the successor starts, a node joins whose kube-proxy cannot serve /healthz:
         # lbhc falls back and attaches nothing (as upstream would drop its check).
         cut.kube.upsert(node_obj("node-old"))
-        cut.kube.upsert(kube_builders.kube_proxy_pod("node-old", "v1.6.13"))
+        cut.kube.upsert(kube_builders.kube_proxy_pod("node-old", version="v1.6.13"))
         successor = cut.restart()
         plan = wait_for(lambda: _settled(successor), timeout=60, what="a settled plan")
         assert plan["fallback"] is not None

@@ -14,7 +14,16 @@ from lbhc.cli import main
 from lbhc.cli.parser import EXIT_ERROR, EXIT_USAGE
 from lbhc.model.cluster import Service
 from lbhc.settings import environment_names
-from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, kube_proxy_pod, names, node, service
+from tests.builders import (
+    KUBE_SYSTEM_UID,
+    PROJECT,
+    REGION,
+    kube,
+    kube_proxy_pod,
+    names,
+    node,
+    service,
+)
 from tests.conftest import ComputeEnv
 
 _, NAME, URL = names()
@@ -26,13 +35,7 @@ def kubectl_list(*objects: BaseModel) -> dict[str, Any]:
         {"apiVersion": "v1", "kind": type(o).__name__, **o.model_dump(by_alias=True)}
         for o in objects
     ]
-    items.append(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": "kube-system", "uid": KUBE_SYSTEM_UID},
-        }
-    )
+    items.append(kube.namespace("kube-system", KUBE_SYSTEM_UID))
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
@@ -73,7 +76,7 @@ def seed(env: ComputeEnv, *svcs: Service) -> list[str]:
 def test_plan_makes_no_mutating_call_and_reports_changes(
     compute: ComputeEnv, snapshot_file: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    svcs = (service("web"), service("api", "prod"), service("local", policy="Local"))
+    svcs = (service("web"), service("api", namespace="prod"), service("local", policy="Local"))
     pools = seed(compute, *svcs)
     path = snapshot_file(node(), *svcs)
 
@@ -145,7 +148,7 @@ def test_fallback_shows_in_plan_and_names_the_node(
         node("new"),
         node("old"),
         service("web"),
-        kube_proxy_pod("old", "registry.k8s.io/kube-proxy:v1.6.13"),
+        kube_proxy_pod("old", image="registry.k8s.io/kube-proxy:v1.6.13"),
     )
     code, out, _ = run(
         capsys, "plan", "--output", "json", "--cluster-snapshot", str(path), *gce_args(compute)
@@ -322,9 +325,9 @@ def test_plan_and_apply_read_the_cluster_from_the_kubernetes_api(
     compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-    from tests.kube_objects import write_kubeconfig
+    from tests.kube_fixtures import write_kubeconfig
 
-    svcs = (service("web"), service("api", "prod"))
+    svcs = (service("web"), service("api", namespace="prod"))
     pools = seed(compute, *svcs)
     kube = KubeFake()
     for obj in kubectl_list(node("n-1"), node("n-2"), *svcs)["items"]:

@@ -12,7 +12,6 @@ import pytest
 from lbhc.model.cluster import DaemonSet
 from tests.builders import (
     PROJECT,
-    REGION,
     TO_BE_DELETED,
     kube_proxy_daemonset,
     kube_proxy_pod,
@@ -23,6 +22,7 @@ from tests.builders import (
 )
 from tests.cli.test_oneshot import gce_args, kubectl_list, run
 from tests.conftest import ComputeEnv
+from tests.worlds import add_load_balancer, instance_url
 
 _, NAME, URL = names()
 IMAGE = "registry.k8s.io/kube-proxy:{}"
@@ -46,37 +46,23 @@ def scale_down_cluster(tmp_path: Path) -> Path:
         tmp_path,
         node("node-1"),
         node("node-2", taints=TO_BE_DELETED, taint_value="1795306688"),
-        node("old-1", "v1.29.1", taints=TO_BE_DELETED),
+        node("old-1", kubelet="v1.29.1", taints=TO_BE_DELETED),
         web,
         local,
-        kube_proxy_pod("node-1", IMAGE.format("v1.31.4"), owner_uid="ds-uid-1"),
-        kube_proxy_pod("node-2", IMAGE.format("v1.31.4"), ready=False, owner_uid="ds-uid-1"),
-        kube_proxy_pod("old-1", IMAGE.format("v1.27.3"), owner_uid="ds-uid-1"),
+        kube_proxy_pod("node-1", image=IMAGE.format("v1.31.4"), owner_uid="ds-uid-1"),
+        kube_proxy_pod("node-2", image=IMAGE.format("v1.31.4"), ready=False, owner_uid="ds-uid-1"),
+        kube_proxy_pod("old-1", image=IMAGE.format("v1.27.3"), owner_uid="ds-uid-1"),
         kube_proxy_daemonset(readiness="/healthz"),
     )
-
-
-def instance(name: str) -> str:
-    return f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{REGION}-a/instances/{name}"
 
 
 def attach_everything(compute: ComputeEnv) -> str:
     """web's pool carries the check, with node-1 and node-2 in it; old-1 is no longer in it."""
     web = service("web")
     compute.fake.add_http_health_check(PROJECT, NAME, port=10256, requestPath="/healthz")
-    pool = pool_for(web)
-    created = compute.fake.add_target_pool(
-        PROJECT,
-        REGION,
-        pool.name,
-        description=pool.description,
-        instances=(instance("node-1"), instance("node-2")),
-        health_checks=(URL,),
+    return add_load_balancer(
+        compute.fake, pool_for(web).name, web.key, nodes=("node-1", "node-2"), health_checks=(URL,)
     )
-    compute.fake.add_forwarding_rule(
-        PROJECT, REGION, pool.name, target=created["selfLink"], description=pool.description
-    )
-    return pool.name
 
 
 def test_status_text_tells_draining_from_not_draining(
@@ -114,7 +100,7 @@ def test_status_json_with_gce_health(
     compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     attach_everything(compute)
-    compute.fake.set_instance_health(instance("node-2"), "UNHEALTHY")
+    compute.fake.set_instance_health(instance_url("node-2"), "UNHEALTHY")
     path = scale_down_cluster(tmp_path)
     code, out, err = run(
         capsys,
@@ -150,7 +136,7 @@ def test_status_json_with_gce_health(
     # Read-only: status never mutates anything.
     assert compute.fake.mutating_requests() == []
 
-    compute.fake.set_instance_health(instance("node-1"), "UNHEALTHY")  # now every serving one
+    compute.fake.set_instance_health(instance_url("node-1"), "UNHEALTHY")  # now every serving one
     code, out, err = run(
         capsys, "status", "--cluster-snapshot", str(path), "--lb-health", *gce_args(compute)
     )

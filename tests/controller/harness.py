@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -11,23 +10,22 @@ from typing import Any
 
 from lbhc.controller.app import ControllerApp, RunOptions
 from lbhc.model.cloud import http_health_check_url
-from lbhc.model.cluster import Node, Service
-from lbhc.planner.names import cluster_id_from_uid, shared_resource_name, target_pool_name
-from lbhc.sandbox.cloud_provider import provision_load_balancers
+from lbhc.planner.names import cluster_id_from_uid, shared_resource_name
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from lbhc.settings import load_settings
-from tests import kube_objects as kube_builders
-from tests.builders import CLOUD_PROVIDER_UID
+from lbhc.settings import Settings, load_settings
+from tests.builders import CLOUD_PROVIDER_UID, KUBE_SYSTEM_UID, PROJECT, REGION
+from tests.builders import kube as kube_builders
+from tests.worlds import add_load_balanced_service, compute_fake, seed_cluster
 
-PROJECT, REGION = "proj", "us-central1"
-KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "kube-system"))
 NAME = shared_resource_name("k8s-l4-healthcheck", cluster_id_from_uid(KUBE_SYSTEM_UID))
 URL = http_health_check_url(PROJECT, NAME)
+# Every controller here retries GCE fast: tests exercise retries, not wall-clock patience.
+FAST_RETRIES: dict[str, Any] = {"gce_backoff_initial_sec": 0.05, "gce_backoff_max_sec": 0.2}
 
 
 def node_obj(name: str, kubelet: str = "v1.31.4") -> dict[str, Any]:
-    return kube_builders.node(name, kubelet=kubelet, kube_proxy="")
+    return kube_builders.node(name, kubelet=kubelet, kube_proxy_field="")
 
 
 @dataclass
@@ -41,11 +39,8 @@ class World:
 
     def add_service(self, name: str, namespace: str = "default", policy: str = "Cluster") -> str:
         """The Service in the API and its LB in GCE, as the cloud provider would make it."""
-        obj = self.kube.upsert(kube_builders.service(name, namespace, etp=policy))
-        svc = Service.model_validate(obj)
-        nodes = [Node.model_validate(n) for n in self.kube.objects("Node")]
-        provision_load_balancers(self.compute, PROJECT, REGION, [svc], nodes)
-        return target_pool_name(svc.metadata.uid)
+        obj = kube_builders.service(name, namespace=namespace, policy=policy)
+        return add_load_balanced_service(self.kube, self.compute, obj)
 
     def events(self, reason: str) -> list[dict[str, Any]]:
         """The Events recorded with this reason."""
@@ -57,6 +52,18 @@ class World:
     def attached(self, pool: str) -> bool:
         return self.pool_checks(pool) == [URL]
 
+    def settings(self, overrides: dict[str, Any] | None = None) -> Settings:
+        """lbhc's settings for a controller in this world (fast GCE retries), `overrides` on
+        top."""
+        defaults: dict[str, Any] = {
+            "project": PROJECT,
+            "region": REGION,
+            "node_tags": "gke-node",
+            "gce_endpoint": self.compute_url,
+            **FAST_RETRIES,
+        }
+        return load_settings(**{**defaults, **(overrides or {})})
+
     def start(
         self,
         identity: str = "replica-a",
@@ -64,15 +71,7 @@ class World:
         **overrides: Any,
     ) -> ControllerApp:
         """`settings` override lbhc's settings; other keywords override RunOptions."""
-        defaults: dict[str, Any] = {
-            "project": PROJECT,
-            "region": REGION,
-            "node_tags": "gke-node",
-            "gce_endpoint": self.compute_url,
-            "gce_backoff_initial_sec": 0.05,
-            "gce_backoff_max_sec": 0.2,
-        }
-        the_settings = load_settings(**{**defaults, **(settings or {})})
+        the_settings = self.settings(settings)
         options = RunOptions(
             leader_elect=False,
             identity=identity,
@@ -104,28 +103,14 @@ class World:
 
 @contextmanager
 def world(operation_latency: float = 0.0) -> Iterator[World]:
-    compute = ComputeFake(operation_latency=operation_latency)
-    compute.add_network(PROJECT, "default")
-    kube = KubeFake()
-    kube.upsert(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": "kube-system", "uid": KUBE_SYSTEM_UID},
-        }
+    compute = compute_fake(PROJECT, operation_latency)
+    kube = seed_cluster(
+        KubeFake(),
+        kube_system_uid=KUBE_SYSTEM_UID,
+        namespaces=("lbhc-system",),
+        cloud_provider_uid=CLOUD_PROVIDER_UID,
+        nodes=[node_obj(f"node-{i}") for i in range(3)],
     )
-    kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lbhc-system"}})
-    # What the GCE cloud provider keeps on every cluster it runs (gce_clusterid.go).
-    kube.upsert(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ingress-uid", "namespace": "kube-system"},
-            "data": {"uid": CLOUD_PROVIDER_UID, "provider-uid": CLOUD_PROVIDER_UID},
-        }
-    )
-    for i in range(3):
-        kube.upsert(node_obj(f"node-{i}"))
     with ComputeFakeServer(compute) as compute_server, KubeFakeServer(kube) as kube_server:
         w = World(compute, compute_server.url, kube, kube_server)
         try:

@@ -16,7 +16,7 @@ from lbhc.model.cloud import COMPUTE_URL_PREFIX
 from lbhc.planner.drain import DrainState
 from lbhc.sandbox.compute_fake import HealthProber
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.controller.harness import PROJECT, REGION, world
 from tests.waiting import wait_for
 
@@ -41,7 +41,7 @@ def status_of(url: str) -> int:
 def test_tainted_node_turns_unhealthy_in_the_lb_within_the_bound_and_recovers() -> None:
     with world() as w:
         for i in range(3):
-            w.kube.upsert(kube_builders.kube_proxy_pod(f"node-{i}", "v1.31.4", ready=True))
+            w.kube.upsert(kube_builders.kube_proxy_pod(f"node-{i}", version="v1.31.4", ready=True))
         pool = w.add_service("web")
         with (
             KubeProxyFleet(w.kube, port=0).start() as fleet,

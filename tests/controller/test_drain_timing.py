@@ -36,7 +36,7 @@ def report(*nodes: Node, complete: bool = True, pools: bool = True) -> StatusRep
     snapshot = cluster(
         services=(WEB,),
         nodes=nodes,
-        pods=tuple(kube_proxy_pod(n.name, MODERN_IMAGE) for n in nodes),
+        pods=tuple(kube_proxy_pod(n.name, image=MODERN_IMAGE) for n in nodes),
     )
     world = cloud(
         pools=(pool_for(WEB, health_checks=(CP.self_link,)),) if pools else (), checks=(CP,)

@@ -38,7 +38,7 @@ from tests.waiting import wait_for
 
 def report(*, ready: bool = True, covered: bool = True) -> StatusReport:
     nodes = (node("a"), node("b"), node("c", taints=TO_BE_DELETED))
-    pods = tuple(kube_proxy_pod(n.name, MODERN, ready=ready) for n in nodes)
+    pods = tuple(kube_proxy_pod(n.name, image=MODERN, ready=ready) for n in nodes)
     web = service("web")
     snapshot = cluster(services=(web,), nodes=nodes, pods=pods)
     world_ = cloud(

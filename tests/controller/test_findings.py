@@ -4,27 +4,24 @@ from their text: the text holds names users chose, such as a namespace called
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from lbhc.model.cluster import Node, Service
 from lbhc.model.plan import FindingKind
-from lbhc.sandbox.cloud_provider import provision_load_balancers
-from tests import kube_objects as kube_builders
-from tests.controller.harness import NAME, PROJECT, REGION, World, world
+from tests.builders import kube as kube_builders
+from tests.controller.harness import NAME, PROJECT, World, world
 from tests.waiting import wait_for
+from tests.worlds import add_load_balanced_service
 
 
 def add_hostile_service(w: World) -> str:
     """A Service whose names read like lbhc's conflict warnings, with an opt-out annotation
     that is neither true nor false (a finding that quotes both names)."""
-    obj: dict[str, Any] = kube_builders.service("does-not-own-anything", "conflict-team")
-    obj["metadata"]["annotations"] = {"lbhc.dev/ignore": "conflict: maybe"}
-    svc = Service.model_validate(w.kube.upsert(obj))
-    nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
-    provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
-    return svc.metadata.uid
+    obj = kube_builders.service(
+        "does-not-own-anything",
+        kube_builders.with_annotations({"lbhc.dev/ignore": "conflict: maybe"}),
+        namespace="conflict-team",
+    )
+    return add_load_balanced_service(w.kube, w.compute, obj)
 
 
 def conflicting_pools(w: World) -> float | None:

@@ -8,8 +8,8 @@ import urllib.request
 from typing import Any
 
 from lbhc.controller.app import ControllerApp
-from tests import kube_objects as kube_builders
-from tests.builders import kube_proxy_daemonset_dict
+from tests.builders import kube as kube_builders
+from tests.builders.kube import kube_proxy_daemonset
 from tests.controller.harness import World, node_obj, world
 from tests.waiting import wait_for
 
@@ -19,7 +19,7 @@ LONG_AGO = "2026-01-01T00:00:00Z"
 
 def seed_kube_proxy(w: World, version: str = "v1.31.4", **ds: Any) -> None:
     """A kube-proxy DaemonSet whose Pods run on every node, all Ready."""
-    manifest = kube_proxy_daemonset_dict(uid=DS_UID, **ds)
+    manifest = kube_proxy_daemonset(uid=DS_UID, **ds)
     container = manifest["spec"]["template"]["spec"]["containers"][0]
     for probe in ("readinessProbe", "livenessProbe"):  # fields a patch must not lose
         if probe in container:
@@ -27,7 +27,7 @@ def seed_kube_proxy(w: World, version: str = "v1.31.4", **ds: Any) -> None:
     w.kube.upsert(manifest)
     for node in w.kube.objects("Node"):
         name = node["metadata"]["name"]
-        pod = kube_builders.kube_proxy_pod(name, version, ready=True, owner_uid=DS_UID)
+        pod = kube_builders.kube_proxy_pod(name, version=version, ready=True, owner_uid=DS_UID)
         pod["metadata"]["creationTimestamp"] = LONG_AGO  # past the start-up grace period
         w.kube.upsert(pod)
 
@@ -68,9 +68,7 @@ def test_enforce_patches_only_the_managed_readiness_path_and_survives_a_conflict
     with world() as w:
         seed_kube_proxy(w, readiness="/healthz", liveness="/healthz")
         # Not selected by readiness_selector: must never be touched.
-        w.kube.upsert(
-            kube_proxy_daemonset_dict("other-proxy", uid="other", labels={"app": "other"})
-        )
+        w.kube.upsert(kube_proxy_daemonset("other-proxy", uid="other", labels={"app": "other"}))
         w.add_service("web")
         # The first patch loses a race with another writer (409), as a real apiserver says
         # when the resourceVersion in the patch is stale.
@@ -132,7 +130,7 @@ def test_an_old_kube_proxy_on_a_marked_node_is_a_not_draining_warning() -> None:
         seed_kube_proxy(w, version="v1.29.4", readiness="/healthz")
         pool = w.add_service("web")
         w.kube.upsert(node_obj("node-9"))
-        w.kube.upsert(kube_builders.kube_proxy_pod("node-9", "v1.27.3", ready=True))
+        w.kube.upsert(kube_builders.kube_proxy_pod("node-9", version="v1.27.3", ready=True))
         w.start()
         wait_for(lambda: w.attached(pool), what="converged")
         w.kube.taint("node-9", "ToBeDeletedByClusterAutoscaler", "1795306688", "NoSchedule")

@@ -4,12 +4,13 @@ not the resync minutes later."""
 
 from __future__ import annotations
 
-from lbhc.model.cluster import Node, Service
+from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
-from lbhc.sandbox.cloud_provider import provision_load_balancers, publish_ingress
-from tests import kube_objects as kube_builders
+from lbhc.sandbox.cloud_provider import publish_ingress
+from tests.builders import kube as kube_builders
 from tests.controller.harness import PROJECT, REGION, world
 from tests.waiting import wait_for
+from tests.worlds import make_load_balancer
 
 
 def test_a_pool_created_after_the_pass_is_attached_on_the_status_update() -> None:
@@ -24,8 +25,7 @@ def test_a_pool_created_after_the_pass_is_attached_on_the_status_update() -> Non
         )
         passes = app.controller.passes if app.controller else 0
 
-        nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
-        provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
+        make_load_balancer(w.kube, w.compute, svc)
         assert not w.attached(pool)
         publish_ingress(w.kube, w.compute, PROJECT, REGION, svc)
         wait_for(lambda: w.attached(pool), timeout=10, what="attach after the status update")

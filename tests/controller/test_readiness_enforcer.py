@@ -16,7 +16,7 @@ from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.kube.client import KubeApi, KubeConfig, make_api_client
 from lbhc.planner.readiness import ProbePatch
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.builders import kube_proxy_daemonset_dict
+from tests.builders.kube import kube_proxy_daemonset, namespace
 
 PATCH = ProbePatch("kube-system", "kube-proxy", "7", "kube-proxy", "/livez")
 
@@ -123,8 +123,8 @@ def test_a_stale_resource_version_is_refused_by_the_api() -> None:
     """The patch carries the resourceVersion lbhc read: a write in between makes it a 409,
     and the DaemonSet keeps the other writer's change."""
     fake = KubeFake()
-    fake.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}})
-    stored = fake.upsert(kube_proxy_daemonset_dict(resource_version="1"))
+    fake.upsert(namespace("kube-system"))
+    stored = fake.upsert(kube_proxy_daemonset(resource_version="1"))
     read_at = stored["metadata"]["resourceVersion"]
     fake.patch("DaemonSet", "kube-system", "kube-proxy", {"metadata": {"labels": {"x": "y"}}})
     with KubeFakeServer(fake) as server:

@@ -20,6 +20,7 @@ from typing import Any
 from unittest import mock
 
 from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER, daemonset, kube_proxy_pod, namespace
+from tests.builders import kube
 
 OUTPUTS_ENV = "LBHC_E2E_OUTPUTS"
 IMPERSONATE_ENV = "LBHC_E2E_IMPERSONATE"  # "0": run lbhc with ADC as is
@@ -193,50 +194,35 @@ def lbhc_runs_as(credentials: Any, project: str) -> Iterator[None]:
 
 def node_object(name: str, project: str, zone: str, internal_ip: str, version: str) -> Object:
     """A Node as a GKE-like cluster would show the VM (providerID names the instance)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, f"lbhc-e2e/{project}/{zone}/{name}")),
-            "labels": {
+    return kube.node(
+        name,
+        kube.with_uid(str(uuid.uuid5(uuid.NAMESPACE_DNS, f"lbhc-e2e/{project}/{zone}/{name}"))),
+        kube.only_labels(
+            {
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
                 "topology.kubernetes.io/zone": zone,
-            },
-        },
-        "spec": {"providerID": f"gce://{project}/{zone}/{name}"},
-        "status": {
-            "addresses": [
-                {"type": "InternalIP", "address": internal_ip},
-                {"type": "Hostname", "address": name},
-            ],
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "nodeInfo": {"kubeletVersion": version, "kubeProxyVersion": ""},
-        },
-    }
+            }
+        ),
+        kube.with_provider_id(f"gce://{project}/{zone}/{name}"),
+        kube.with_internal_ip(internal_ip),
+        kube.with_address("Hostname", name),
+        kubelet=version,
+        kube_proxy_field="",
+    )
 
 
 def service_object(service: LoadBalancedService, policy: str) -> Object:
     """The LoadBalancer Service the cloud provider made the pool and rule for. It carries
     the cloud provider's cleanup finalizer, so deleting it only marks it (nobody releases it
     here: terraform owns the load balancer)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": service.name,
-            "namespace": service.namespace,
-            "uid": service.uid,
-            "finalizers": [LB_CLEANUP_FINALIZER],
-        },
-        "spec": {
-            "type": "LoadBalancer",
-            "externalTrafficPolicy": policy,
-            "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP", "nodePort": 30080}],
-            "selector": {"app": service.name},
-        },
-    }
+    return kube.service(
+        service.name,
+        kube.with_finalizers(LB_CLEANUP_FINALIZER),
+        namespace=service.namespace,
+        uid=service.uid,
+        policy=policy,
+    )
 
 
 def cluster_objects(outputs: Outputs, kube_system_uid: str, version: str) -> list[Object]:

@@ -16,11 +16,12 @@ from lbhc.errors import SetupError
 from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
 from lbhc.gce.errors import GceNotCompute, GceScopeError, GceUnreachable
-from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from lbhc.sandbox.compute_fake import ComputeFakeServer
 from lbhc.sandbox.streaming import StreamingServer
 from tests.builders import PROJECT, REGION
 from tests.conftest import ComputeEnv
 from tests.hostile.conftest import free_port
+from tests.worlds import compute_fake
 
 
 def config(endpoint: str, **overrides: object) -> GceClientConfig:
@@ -62,8 +63,7 @@ def test_an_endpoint_that_never_answered_is_given_up_on_at_the_first_refusal() -
 def test_an_endpoint_that_answered_before_is_retried_when_it_refuses() -> None:
     """A refusal after the endpoint has answered is a blip (a proxy restarting): the retry
     budget applies, and the error stays the transport's own."""
-    fake = ComputeFake()
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT)
     attempts = Attempts()
     server = ComputeFakeServer(fake).start()
     client = GceClient(config(server.url, max_attempts=3), observer=attempts)

@@ -15,7 +15,8 @@ from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.settings import environment_names
 from tests.builders import KUBE_SYSTEM_UID, PROJECT
-from tests.kube_objects import namespace, write_kubeconfig
+from tests.kube_fixtures import write_kubeconfig
+from tests.worlds import compute_fake, seed_cluster
 
 
 @dataclass
@@ -39,10 +40,8 @@ class Fakes:
 
 @pytest.fixture(scope="module")
 def fakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fakes]:
-    compute = ComputeFake()
-    compute.add_network(PROJECT, "default")
-    kube = KubeFake()
-    kube.upsert(namespace("kube-system", KUBE_SYSTEM_UID))
+    compute = compute_fake(PROJECT)
+    kube = seed_cluster(KubeFake(), kube_system_uid=KUBE_SYSTEM_UID)
     with ComputeFakeServer(compute) as gce, KubeFakeServer(kube) as api:
         kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube"), api.url)
         yield Fakes(compute, gce.url, kube, kubeconfig, api.url)

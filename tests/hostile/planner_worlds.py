@@ -26,6 +26,7 @@ from lbhc.model.cluster import ClusterSnapshot, DaemonSet, HealthProbe, Node, Po
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import cluster_id_from_uid, shared_resource_name, target_pool_name
 from lbhc.settings import SettingsError, load_settings
+from tests.builders import KUBE_SYSTEM_UID
 from tests.hostile.strategies import (
     SOURCE_RANGES,
     images,
@@ -41,7 +42,6 @@ from tests.hostile.strategies import (
 SANE_IMAGES = mostly(sane_versions.map(lambda tag: f"registry.k8s.io/kube-proxy:{tag}"), images)
 NO_GAP: st.SearchStrategy[tuple[str, ...]] = st.just(())
 
-KUBE_SYSTEM_UID = "0b7c3c5e-1111-2222-3333-444455556666"
 SERVICE_KEY = "kubernetes.io/service-name"
 
 

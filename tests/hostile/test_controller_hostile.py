@@ -13,22 +13,17 @@ from typing import Any
 import pytest
 
 from lbhc.controller.app import ControllerApp
-from lbhc.model.cluster import Node, Service
-from lbhc.sandbox.cloud_provider import provision_load_balancers
-from tests import kube_objects as kube
-from tests.controller.harness import PROJECT, REGION, World, world
-from tests.hostile import objects
+from tests.builders import kube
+from tests.controller.harness import World, world
 from tests.waiting import wait_for
+from tests.worlds import add_load_balanced_service
 
 CONVERGE_SEC = 60.0  # generous: a shared 2-core machine
 
 
 def add_service(w: World, obj: dict[str, Any]) -> str:
     """`obj` in the API and its load balancer in GCE, as the cloud provider would make it."""
-    svc = Service.model_validate(w.kube.upsert(obj))
-    nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
-    (pool,) = provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
-    return pool
+    return add_load_balanced_service(w.kube, w.compute, obj)
 
 
 def events(w: World, reason: str) -> dict[str, str]:
@@ -56,33 +51,35 @@ def test_admissible_hostile_objects_converge_and_each_is_named(
     caplog.set_level(logging.WARNING)
     with world() as w:
         for obj in (
-            objects.node_with_labels("huge-labels", 10_000),  # about 1 MB
-            kube.node(objects.LONG_NODE_NAME),
-            objects.node_with_provider_id("no-provider-id", None),
-            objects.node_with_provider_id("on-aws", "aws:///us-east-1a/i-0123456789abcdef0"),
-            objects.node_with_provider_id("other-project", "gce://elsewhere/us-east1-b/vm-1"),
-            objects.node_with_provider_id("short-gce", "gce://"),
+            kube.node("huge-labels", kube.many_labels(10_000)),  # about 1 MB
+            kube.node(kube.LONG_NODE_NAME),
+            kube.node("no-provider-id", kube.with_provider_id(None)),
+            kube.node("on-aws", kube.with_provider_id("aws:///us-east-1a/i-0123456789abcdef0")),
+            kube.node("other-project", kube.with_provider_id("gce://elsewhere/us-east1-b/vm-1")),
+            kube.node("short-gce", kube.with_provider_id("gce://")),
         ):
             w.kube.upsert(obj)
         good = [w.add_service(f"good-{i}") for i in range(2)]
         eligible = {
-            "default/no-ports": add_service(w, objects.service_with_ports("no-ports", 0)),
-            "default/many-ports": add_service(w, objects.service_with_ports("many-ports", 100)),
-            f"{objects.LONG_NAMESPACE}/{objects.LONG_SERVICE_NAME}": add_service(
-                w, objects.long_named_service()
+            "default/no-ports": add_service(w, kube.service("no-ports", kube.with_ports(0))),
+            "default/many-ports": add_service(w, kube.service("many-ports", kube.with_ports(100))),
+            f"{kube.LONG_NAMESPACE}/{kube.LONG_SERVICE_NAME}": add_service(
+                w, kube.long_named_service()
             ),
             "default/big-annotation": add_service(
-                w, objects.service_with_annotations("big-annotation", {"x": "y" * 250_000})
+                w, kube.service("big-annotation", kube.with_annotations({"x": "y" * 250_000}))
             ),
             "default/opt-out-maybe": add_service(
-                w, objects.service_with_annotations("opt-out-maybe", {"lbhc.dev/ignore": "maybe"})
+                w,
+                kube.service("opt-out-maybe", kube.with_annotations({"lbhc.dev/ignore": "maybe"})),
             ),
             "default/opt-out-empty": add_service(
-                w, objects.service_with_annotations("opt-out-empty", {"lbhc.dev/ignore": ""})
+                w, kube.service("opt-out-empty", kube.with_annotations({"lbhc.dev/ignore": ""}))
             ),
         }
         opted_out = add_service(
-            w, objects.service_with_annotations("opt-out-shouting", {"lbhc.dev/ignore": " TRUE "})
+            w,
+            kube.service("opt-out-shouting", kube.with_annotations({"lbhc.dev/ignore": " TRUE "})),
         )
         app = w.start()
 
@@ -103,7 +100,7 @@ def test_admissible_hostile_objects_converge_and_each_is_named(
             assert pool in attached[name] and key in attached[name], attached[name]
 
         # Watches carry hostile objects too: a 1 MB Node changing, then a new Service.
-        huge = objects.node_with_labels("huge-labels", 10_001)
+        huge = kube.node("huge-labels", kube.many_labels(10_001))
         w.kube.upsert(huge)
         late = w.add_service("late")
         wait_for(lambda: w.attached(late), timeout=CONVERGE_SEC, what="a late Service attached")
@@ -136,7 +133,7 @@ def test_odd_versions_fall_back_naming_each_node_then_converge_when_they_go(
         for name, image in (UNKNOWN_IMAGES | KNOWN_IMAGES).items():
             w.kube.upsert(kube.node(name))
             w.kube.upsert(kube.kube_proxy_pod(name, image=image))
-        w.kube.upsert(objects.node_with_versions("kubelet-latest", "latest", None))
+        w.kube.upsert(kube.node("kubelet-latest", kubelet="latest"))
         unknown = {*UNKNOWN_IMAGES, "kubelet-latest"}
         pools = [w.add_service(f"good-{i}") for i in range(2)]
         app = w.start()
@@ -185,15 +182,15 @@ def test_an_event_about_a_node_with_a_253_character_name_is_recorded(
 ) -> None:
     caplog.set_level(logging.WARNING)
     with world() as w:
-        for name in (objects.LONG_NODE_NAME, "node-0", "node-1", "node-2"):
+        for name in (kube.LONG_NODE_NAME, "node-0", "node-1", "node-2"):
             w.kube.upsert(kube.node(name))
-            w.kube.upsert(kube.kube_proxy_pod(name, "v1.31.4"))
+            w.kube.upsert(kube.kube_proxy_pod(name, version="v1.31.4"))
         pool = w.add_service("web")
         w.start()
         wait_for(lambda: w.attached(pool), timeout=CONVERGE_SEC, what="convergence")
-        w.kube.taint(objects.LONG_NODE_NAME, "ToBeDeletedByClusterAutoscaler", "1763776800")
-        found = event_or_its_refusal(w, caplog, "Draining", objects.LONG_NODE_NAME)
-        assert objects.LONG_NODE_NAME in found
+        w.kube.taint(kube.LONG_NODE_NAME, "ToBeDeletedByClusterAutoscaler", "1763776800")
+        found = event_or_its_refusal(w, caplog, "Draining", kube.LONG_NODE_NAME)
+        assert kube.LONG_NODE_NAME in found
 
 
 def test_an_event_whose_note_holds_multibyte_characters_is_recorded(
@@ -232,7 +229,7 @@ def test_an_undecodable_service_does_not_stall_the_others(
     caplog.set_level(logging.WARNING)
     with world() as w:
         pools = [w.add_service(f"good-{i}") for i in range(2)]
-        w.kube.upsert(objects.undecodable_service("bad"))
+        w.kube.upsert(kube.service("bad", kube.undecodable_annotation()))
         w.start()
 
         def list_failed() -> bool:
@@ -254,7 +251,7 @@ def test_an_undecodable_update_is_a_gap_for_that_object_only(
         bad_pool = w.add_service("flaky")
         app = w.start()
         wait_for(lambda: w.attached(bad_pool), timeout=CONVERGE_SEC, what="convergence")
-        unreadable = objects.undecodable_service("flaky")
+        unreadable = kube.service("flaky", kube.undecodable_annotation())
         unreadable["spec"]["externalTrafficPolicy"] = "Local"  # would detach, if it were read
         w.kube.upsert(unreadable)
         new_pool = w.add_service("later")
@@ -263,6 +260,6 @@ def test_an_undecodable_update_is_a_gap_for_that_object_only(
         assert any("default/flaky could not be decoded" in r.getMessage() for r in caplog.records)
         assert app.cache is not None
         assert any("(default/flaky: " in gap for gap in app.cache.snapshot().gaps)
-        w.kube.upsert(kube.service("flaky", etp="Local"))  # readable again: now it is read
+        w.kube.upsert(kube.service("flaky", policy="Local"))  # readable again: now it is read
         wait_for(lambda: not w.attached(bad_pool), timeout=CONVERGE_SEC, what="the detach")
         assert failed_passes(caplog) == []

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from lbhc.model.cluster import Node, Service
+from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
-from lbhc.sandbox.cloud_provider import provision_load_balancers
 from tests.chaos.record import record
 from tests.controller.harness import PROJECT, REGION, World, node_obj, world
 from tests.hostile.strategies import raw_node, raw_pod, raw_service
 from tests.waiting import wait_for
+from tests.worlds import make_load_balancer
 
 STEPS = {"short": 12, "full": 30}
 RUNS = {"short": 1, "full": 60}
@@ -36,8 +36,7 @@ def write(w: World, kind: str, obj: dict[str, Any]) -> None:
             and svc.spec.load_balancer_class is None
             and target_pool_name(svc.metadata.uid) not in pools  # an update of a Service
         ):
-            nodes = [Node.model_validate(n) for n in w.kube.objects("Node")]
-            provision_load_balancers(w.compute, PROJECT, REGION, [svc], nodes)
+            make_load_balancer(w.kube, w.compute, svc)
     else:
         w.kube.upsert(obj)
 

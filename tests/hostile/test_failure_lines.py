@@ -16,9 +16,10 @@ import pytest
 from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from lbhc.sandbox.streaming import StreamingServer
 from tests.builders import PROJECT, REGION
+from tests.builders.kube import node
 from tests.hostile.cli import Outcome, run_cli
 from tests.hostile.conftest import Fakes, free_port
-from tests.kube_objects import node, write_kubeconfig
+from tests.kube_fixtures import write_kubeconfig
 
 
 @dataclass

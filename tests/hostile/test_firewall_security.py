@@ -17,9 +17,9 @@ from lbhc.planner.config import HEALTH_CHECKER_RANGES
 from lbhc.planner.names import cluster_id_from_uid, shared_resource_name
 from lbhc.planner.shared import ownership_description
 from tests.builders import PROJECT, REGION
+from tests.builders.kube import KUBE_SYSTEM_UID, namespace, node, service
 from tests.conftest import ComputeEnv
 from tests.hostile.cli import run_cli
-from tests.kube_objects import KUBE_SYSTEM_UID, namespace, node, service
 
 CLUSTER_ID = cluster_id_from_uid(KUBE_SYSTEM_UID)
 NAME = shared_resource_name("k8s-l4-healthcheck", CLUSTER_ID)

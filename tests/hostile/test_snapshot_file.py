@@ -15,9 +15,9 @@ import yaml
 
 from lbhc.cli.parser import EXIT_ERROR, EXIT_OK
 from tests.builders import PROJECT, REGION
+from tests.builders.kube import KUBE_SYSTEM_UID, namespace, node, service
 from tests.hostile.cli import run_cli
 from tests.hostile.conftest import Fakes
-from tests.kube_objects import KUBE_SYSTEM_UID, namespace, node, service
 
 DUMP: dict[str, Any] = {
     "apiVersion": "v1",

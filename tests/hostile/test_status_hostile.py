@@ -14,22 +14,28 @@ from lbhc.cli.parser import EXIT_OK
 from lbhc.model.cluster import Node, Service
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from tests.builders import PROJECT, REGION
-from tests.hostile import objects
+from tests.builders.kube import (
+    KUBE_SYSTEM_UID,
+    LONG_NODE_NAME,
+    namespace,
+    node,
+    service,
+    with_provider_id,
+)
 from tests.hostile.cli import run_cli
 from tests.hostile.conftest import Fakes
-from tests.kube_objects import KUBE_SYSTEM_UID, namespace, node, service
 
 IN_POOL = {
     "plain": node("plain"),
-    "no-provider-id": objects.node_with_provider_id("no-provider-id", None),
-    "on-aws": objects.node_with_provider_id("on-aws", "aws:///us-east-1a/i-0abc"),
-    "other-project": objects.node_with_provider_id("other-project", "gce://elsewhere/z-1/vm-1"),
-    "gce-nothing": objects.node_with_provider_id("gce-nothing", "gce://"),
-    "gce-slashes": objects.node_with_provider_id("gce-slashes", "gce:///zone//"),
-    objects.LONG_NODE_NAME: node(objects.LONG_NODE_NAME),
+    "no-provider-id": node("no-provider-id", with_provider_id(None)),
+    "on-aws": node("on-aws", with_provider_id("aws:///us-east-1a/i-0abc")),
+    "other-project": node("other-project", with_provider_id("gce://elsewhere/z-1/vm-1")),
+    "gce-nothing": node("gce-nothing", with_provider_id("gce://")),
+    "gce-slashes": node("gce-slashes", with_provider_id("gce:///zone//")),
+    LONG_NODE_NAME: node(LONG_NODE_NAME),
 }
 # Joined after the load balancer was made: GCE has never heard of its VM in the pool.
-LATE = objects.node_with_provider_id("late", "gce://elsewhere/z-1/vm-late")
+LATE = node("late", with_provider_id("gce://elsewhere/z-1/vm-late"))
 
 
 def dump(path: Path, items: list[dict[str, Any]]) -> Path:

@@ -71,8 +71,8 @@ ODD = (
 
 
 def plan_for(odd: Odd) -> Plan:
-    the_node = node(odd.id, odd.kubelet, kube_proxy_field=odd.field)
-    pods = (kube_proxy_pod(odd.id, odd.image),) if odd.image is not None else ()
+    the_node = node(odd.id, kubelet=odd.kubelet, kube_proxy_field=odd.field)
+    pods = (kube_proxy_pod(odd.id, image=odd.image),) if odd.image is not None else ()
     web = service("web")
     return plan(
         cluster(nodes=(node("good"), the_node), services=(web,), pods=pods),
@@ -123,9 +123,9 @@ def test_the_fallback_reason_names_every_node_within_an_event_note() -> None:
     web = service("web")
     nodes = (node("a-junk"), node("b-latest"), node("c-old"))
     pods = (
-        kube_proxy_pod("a-junk", f"{IMAGE}:" + "x" * 10_000),
-        kube_proxy_pod("b-latest", f"{IMAGE}:latest"),
-        kube_proxy_pod("c-old", f"{IMAGE}:v1.6.13"),
+        kube_proxy_pod("a-junk", image=f"{IMAGE}:" + "x" * 10_000),
+        kube_proxy_pod("b-latest", image=f"{IMAGE}:latest"),
+        kube_proxy_pod("c-old", image=f"{IMAGE}:v1.6.13"),
     )
     the_plan = plan(
         cluster(nodes=nodes, services=(web,), pods=pods), cloud(pools=(pool_for(web),)), config()

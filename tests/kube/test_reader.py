@@ -17,16 +17,16 @@ from lbhc.kube.client import (
 )
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer, decode_continue
 from lbhc.settings.groups import KubeProxySettings
-from tests.kube_objects import (
+from tests.builders.kube import (
     KUBE_PROXY_LABELS,
     KUBE_SYSTEM_UID,
     kube_proxy_pod,
     namespace,
     node,
     pod,
-    seed,
     service,
 )
+from tests.kube_fixtures import seed
 
 MANY = 1_201  # three pages of 500
 
@@ -69,10 +69,10 @@ def test_empty_cluster_is_complete_not_a_gap(kube_fake: KubeFake, reader: KubeRe
 def test_services_across_namespaces(kube_fake: KubeFake, reader: KubeReader) -> None:
     seed(
         kube_fake,
-        service("web", "shop"),
-        service("api", "default"),
-        service("db", "shop", type="ClusterIP"),
-        service("edge", "a-b"),  # "a-b/" sorts before "api" keys bytewise, as in etcd
+        service("web", namespace="shop"),
+        service("api", namespace="default"),
+        service("db", namespace="shop", type_="ClusterIP"),
+        service("edge", namespace="a-b"),  # "a-b/" sorts before "api" keys bytewise, as in etcd
     )
 
     snapshot = reader.read_snapshot()
@@ -227,15 +227,15 @@ def test_projections_hold_what_the_planner_uses(kube_fake: KubeFake, reader: Kub
         node(
             "n1",
             kubelet="v1.32.1",
-            kube_proxy="v1.32.1",
+            kube_proxy_field="v1.32.1",
             labels={"node.kubernetes.io/exclude-from-external-load-balancers": ""},
             taints=(("ToBeDeletedByClusterAutoscaler", "1732000000", "NoSchedule"),),
             deleting=True,
         ),
         node("n2", kubelet="v1.33.0"),  # 1.33+ leaves kubeProxyVersion out (KEP-4004)
-        service("legacy", etp=None),
-        service("local", "shop", etp="Local", lb_class="example.com/lb"),
-        kube_proxy_pod("n1", "v1.32.1"),
+        service("legacy", policy=None),
+        service("local", namespace="shop", policy="Local", lb_class="example.com/lb"),
+        kube_proxy_pod("n1", version="v1.32.1"),
     )
 
     snapshot = reader.read_snapshot()

@@ -156,7 +156,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_drain_state_from_the_checks_each_pool_carries(case: Case) -> None:
-    pods: tuple[Pod, ...] = (kube_proxy_pod("victim", case.image),)
+    pods: tuple[Pod, ...] = (kube_proxy_pod("victim", image=case.image),)
     snapshot = cluster(services=case.services, nodes=(case.victim,), pods=pods)
     world = cloud(pools=case.pools, checks=case.checks)  # type: ignore[arg-type]
     report = assessed(snapshot, world)
@@ -213,7 +213,9 @@ def test_backend_service_and_internal_lbs_are_not_expected_to_have_pools() -> No
 def test_a_node_on_the_cloud_providers_check_still_drains_when_checks_cannot_be_listed() -> None:
     """Recognised by name (k8s-<uid>-node), its shape is the cloud provider's own: without
     the listing it is still a /healthz check, not a check that never drains."""
-    snapshot = cluster(services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", MODERN),))
+    snapshot = cluster(
+        services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", image=MODERN),)
+    )
     world = cloud(pools=(on(WEB, CP),), checks=(), checks_complete=False)
     report = assessed(snapshot, world)
     assert report.nodes[0].drain.state is DrainState.DRAINING
@@ -221,7 +223,9 @@ def test_a_node_on_the_cloud_providers_check_still_drains_when_checks_cannot_be_
 
 
 def test_a_marked_node_is_unknown_when_the_pools_cannot_be_read() -> None:
-    snapshot = cluster(services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", MODERN),))
+    snapshot = cluster(
+        services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", image=MODERN),)
+    )
     world = dataclasses.replace(
         cloud(gaps=("target pools could not be listed: 503",)), pools_complete=False
     )

@@ -28,8 +28,8 @@ from tests.builders import (
     cluster,
     config,
     http_probe,
+    kube,
     kube_proxy_daemonset,
-    kube_proxy_daemonset_dict,
     kube_proxy_pod,
     names,
     node,
@@ -59,8 +59,8 @@ def attached() -> object:
 
 
 def test_fallback_entered_when_an_old_node_joins_and_left_when_it_goes() -> None:
-    modern = (node("a", "v1.31.4"), node("b", "v1.31.4"))
-    old = node("old", "v1.6.13")
+    modern = (node("a", kubelet="v1.31.4"), node("b", kubelet="v1.31.4"))
+    old = node("old", kubelet="v1.6.13")
     before = plan(cluster(services=(WEB,), nodes=modern), attached(), config())  # type: ignore[arg-type]
     during = plan(cluster(services=(WEB,), nodes=(*modern, old)), attached(), config())  # type: ignore[arg-type]
     detached = cloud(check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB),))
@@ -93,7 +93,7 @@ POLICY_CASES = [
         "any-old-node: one too old",
         FallbackPolicy.ANY_OLD_NODE,
         None,
-        (node("a"), node("b", "v1.7.1")),
+        (node("a"), node("b", kubelet="v1.7.1")),
         fallback=True,
     ),
     PolicyCase(
@@ -101,7 +101,7 @@ POLICY_CASES = [
         FallbackPolicy.ANY_OLD_NODE,
         None,
         (node("a"), node("b")),
-        pods=(kube_proxy_pod("b", image("latest")),),
+        pods=(kube_proxy_pod("b", image=image("latest")),),
         fallback=True,
     ),
     PolicyCase(
@@ -109,27 +109,27 @@ POLICY_CASES = [
         FallbackPolicy.ANY_OLD_NODE,
         None,
         (node("a"), node("b")),
-        pods=(kube_proxy_pod("b", image("latest")),),
+        pods=(kube_proxy_pod("b", image=image("latest")),),
         unknown=UnknownVersionPolicy.ASSUME_SUPPORTED,
     ),
     PolicyCase(
         "any-old-node: an excluded old node does not count",
         FallbackPolicy.ANY_OLD_NODE,
         None,
-        (node("a"), node("b", "v1.6.0", labels=EXCLUDE)),
+        (node("a"), node("b", kubelet="v1.6.0", labels=EXCLUDE)),
     ),
     PolicyCase(
         "never: stays attached, warns with the node",
         FallbackPolicy.NEVER,
         None,
-        (node("a"), node("b", "v1.6.0")),
+        (node("a"), node("b", kubelet="v1.6.0")),
         warning="cannot answer it",
     ),
     PolicyCase(
         "assume-version: a replaced kube-proxy with an old kubelet hint",
         FallbackPolicy.ASSUME_VERSION,
         (1, 31, 0),
-        (node("a", "v1.6.0"), node("b", "")),
+        (node("a", kubelet="v1.6.0"), node("b", kubelet="")),
     ),
     PolicyCase(
         "assume-version: assuming an old version falls back",
@@ -245,26 +245,26 @@ def health_of(nodes: tuple[Node, ...], pods: tuple[Pod, ...]) -> dict[str, PodHe
 @pytest.mark.parametrize(
     ("the_node", "pod", "state"),
     [
-        (node("n"), kube_proxy_pod("n", image("v1.31.4")), PodHealth.READY),
-        (node("n"), kube_proxy_pod("n", image("v1.31.4"), ready=False), PodHealth.UNREADY),
+        (node("n"), kube_proxy_pod("n", image=image("v1.31.4")), PodHealth.READY),
+        (node("n"), kube_proxy_pod("n", image=image("v1.31.4"), ready=False), PodHealth.UNREADY),
         (
             node("n", taints=TO_BE_DELETED),
-            kube_proxy_pod("n", image("v1.31.4"), ready=False),
+            kube_proxy_pod("n", image=image("v1.31.4"), ready=False),
             PodHealth.EXPECTED_UNREADY,
         ),
         (
             node("n", deleting=True),
-            kube_proxy_pod("n", image("v1.31.4"), ready=False),
+            kube_proxy_pod("n", image=image("v1.31.4"), ready=False),
             PodHealth.EXPECTED_UNREADY,
         ),
         (
             node("n"),
-            kube_proxy_pod("n", image("v1.31.4"), ready=False, deleting=True),
+            kube_proxy_pod("n", image=image("v1.31.4"), ready=False, deleting=True),
             PodHealth.EXPECTED_UNREADY,
         ),
         (
             node("n", taints=(("DeletionCandidateOfClusterAutoscaler", "PreferNoSchedule"),)),
-            kube_proxy_pod("n", image("v1.31.4"), ready=False),
+            kube_proxy_pod("n", image=image("v1.31.4"), ready=False),
             PodHealth.UNREADY,
         ),
         (node("n"), None, PodHealth.MISSING),
@@ -280,7 +280,7 @@ def health_of(nodes: tuple[Node, ...], pods: tuple[Pod, ...]) -> dict[str, PodHe
     ],
 )
 def test_kube_proxy_pod_states(the_node: Node, pod: Pod | None, state: PodHealth) -> None:
-    other = kube_proxy_pod("other", image("v1.31.4"))  # so the cluster runs kube-proxy at all
+    other = kube_proxy_pod("other", image=image("v1.31.4"))  # so the cluster runs kube-proxy at all
     pods = (other,) if pod is None else (other, pod)
     assert health_of((the_node, node("other")), pods)["n"] is state
 
@@ -288,9 +288,9 @@ def test_kube_proxy_pod_states(the_node: Node, pod: Pod | None, state: PodHealth
 def test_health_summary_is_healthy_during_scale_down_and_names_real_problems() -> None:
     nodes = (node("a"), node("b", taints=TO_BE_DELETED), node("c"), node("d"))
     pods = (
-        kube_proxy_pod("a", image("v1.31.4")),
-        kube_proxy_pod("b", image("v1.31.4"), ready=False),
-        kube_proxy_pod("c", image("v1.31.4")),
+        kube_proxy_pod("a", image=image("v1.31.4")),
+        kube_proxy_pod("b", image=image("v1.31.4"), ready=False),
+        kube_proxy_pod("c", image=image("v1.31.4")),
     )
     scaling = kube_proxy_health(
         cluster(nodes=nodes[:3], pods=pods), kube_proxy_pods_by_node(pods, config())
@@ -318,7 +318,9 @@ def readiness_review(
     ds_kwargs: dict[str, object], versions: dict[str, str], **cfg: object
 ) -> object:
     nodes = tuple(node(n) for n in versions)
-    pods = tuple(kube_proxy_pod(n, image(v), owner_uid="ds-uid-1") for n, v in versions.items())
+    pods = tuple(
+        kube_proxy_pod(n, image=image(v), owner_uid="ds-uid-1") for n, v in versions.items()
+    )
     snapshot = cluster(nodes=nodes, pods=pods, daemonsets=(kube_proxy_daemonset(**ds_kwargs),))  # type: ignore[arg-type]
     the_config = config(**cfg)
     return review_readiness(snapshot, facts_by_node(snapshot, the_config), the_config)
@@ -440,9 +442,9 @@ def scale_down_report() -> StatusReport:
         node("c", labels=EXCLUDE),
     )
     pods = (
-        kube_proxy_pod("a", image("v1.31.4")),
-        kube_proxy_pod("b", image("v1.31.4"), ready=False),
-        kube_proxy_pod("c", image("v1.27.2")),
+        kube_proxy_pod("a", image=image("v1.31.4")),
+        kube_proxy_pod("b", image=image("v1.31.4"), ready=False),
+        kube_proxy_pod("c", image=image("v1.27.2")),
     )
     snapshot = cluster(services=(WEB, LOCAL, service("new")), nodes=nodes, pods=pods)
     the_cloud = cloud(
@@ -480,7 +482,7 @@ def test_status_reports_services_and_nodes_during_scale_down() -> None:
 
 
 def test_status_in_fallback_says_a_marked_node_is_not_draining() -> None:
-    nodes = (node("a", taints=TO_BE_DELETED), node("old", "v1.6.0"))
+    nodes = (node("a", taints=TO_BE_DELETED), node("old", kubelet="v1.6.0"))
     snapshot = cluster(services=(WEB,), nodes=nodes)
     the_cloud = cloud(check=our_check(), firewall=our_firewall(), pools=(pool_for(WEB),))
     report = assessed(snapshot, the_cloud)
@@ -502,8 +504,8 @@ def test_any_taint_value_is_survived(value: str) -> None:
 
 def test_a_leaving_node_that_stops_answering_probes_does_not_cause_fallback() -> None:
     refused = HealthProbe("10.0.0.9:10256", None, None, refused=True)
-    leaving = node("leaving", "", taints=TO_BE_DELETED, internal_ip="10.0.0.9")
-    staying = node("staying", "", internal_ip="10.0.0.8")
+    leaving = node("leaving", kubelet="", taints=TO_BE_DELETED, internal_ip="10.0.0.9")
+    staying = node("staying", kubelet="", internal_ip="10.0.0.8")
     snapshot = cluster(services=(WEB,), nodes=(leaving, node("a")), probes={"leaving": refused})
     assert plan(snapshot, attached(), config()).fallback is None  # type: ignore[arg-type]
     snapshot = cluster(services=(WEB,), nodes=(staying, node("a")), probes={"staying": refused})
@@ -518,7 +520,7 @@ def test_policy_never_marks_a_node_without_health_server_as_draining() -> None:
 
 
 def with_containers(*containers: dict[str, object], image: str = "") -> dict[str, object]:
-    ds = kube_proxy_daemonset_dict()
+    ds = kube.kube_proxy_daemonset()
     spec = ds["spec"]["template"]["spec"]
     spec["containers"] = list(containers)
     if image:
@@ -594,7 +596,7 @@ def test_enforce_touches_only_kube_proxys_health_probe(
 ) -> None:
     ds = DaemonSet.model_validate(with_containers(*containers))
     nodes = (node("a"),)
-    pods = (kube_proxy_pod("a", image("v1.31.4"), owner_uid="ds-uid-1"),)
+    pods = (kube_proxy_pod("a", image=image("v1.31.4"), owner_uid="ds-uid-1"),)
     snapshot = cluster(nodes=nodes, pods=pods, daemonsets=(ds,))
     cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)
     review = review_readiness(snapshot, facts_by_node(snapshot, cfg), cfg)
@@ -604,8 +606,10 @@ def test_enforce_touches_only_kube_proxys_health_probe(
 
 def test_enforce_never_acts_on_the_kubelets_hint() -> None:
     ds = kube_proxy_daemonset(readiness="/healthz")
-    pods = (kube_proxy_pod("a", "registry.k8s.io/kube-proxy@sha256:00", owner_uid="ds-uid-1"),)
-    snapshot = cluster(nodes=(node("a", "v1.33.2"),), pods=pods, daemonsets=(ds,))
+    pods = (
+        kube_proxy_pod("a", image="registry.k8s.io/kube-proxy@sha256:00", owner_uid="ds-uid-1"),
+    )
+    snapshot = cluster(nodes=(node("a", kubelet="v1.33.2"),), pods=pods, daemonsets=(ds,))
     cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)
     review = review_readiness(snapshot, facts_by_node(snapshot, cfg), cfg)
     # The template (v1.31.4) says /livez, but the running Pods are pinned by digest and known
@@ -623,7 +627,9 @@ def test_new_nodes_and_pods_get_a_start_up_grace_and_unselected_nodes_need_no_ku
         base["metadata"]["creationTimestamp"] = created
         return Node.model_validate(base)
 
-    starting_pod = kube_proxy_pod("b", image("v1.31.4"), ready=False).model_dump(by_alias=True)
+    starting_pod = kube_proxy_pod("b", image=image("v1.31.4"), ready=False).model_dump(
+        by_alias=True
+    )
     starting_pod["metadata"]["creationTimestamp"] = young
     windows = aged("win", old, labels={"kubernetes.io/os": "windows"})
     nodes = (
@@ -632,7 +638,7 @@ def test_new_nodes_and_pods_get_a_start_up_grace_and_unselected_nodes_need_no_ku
         aged("new", young, labels={"kubernetes.io/os": "linux"}),
         windows,
     )
-    pods = (kube_proxy_pod("a", image("v1.31.4")), Pod.model_validate(starting_pod))
+    pods = (kube_proxy_pod("a", image=image("v1.31.4")), Pod.model_validate(starting_pod))
     ds = with_containers({"name": "kube-proxy", "image": image("v1.31.4")})
     ds["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/os": "linux"}
     snapshot = dataclasses.replace(cluster(nodes=nodes, pods=pods), observed_at=now)
@@ -645,10 +651,10 @@ def test_new_nodes_and_pods_get_a_start_up_grace_and_unselected_nodes_need_no_ku
 
 
 def test_a_failed_pod_is_not_the_nodes_kube_proxy() -> None:
-    evicted = kube_proxy_pod("a", image("v1.6.0")).model_dump(by_alias=True)
+    evicted = kube_proxy_pod("a", image=image("v1.6.0")).model_dump(by_alias=True)
     evicted["metadata"]["name"] = "kube-proxy-old"
     evicted["status"]["phase"] = "Failed"
-    running = kube_proxy_pod("a", image("v1.31.4"))
+    running = kube_proxy_pod("a", image=image("v1.31.4"))
     for order in ((Pod.model_validate(evicted), running), (running, Pod.model_validate(evicted))):
         chosen = kube_proxy_pods_by_node(order, config())["a"]
         assert chosen.metadata.name == "kube-proxy-a"
@@ -659,12 +665,12 @@ def test_kep_4004_a_digest_pinned_kube_proxy_next_to_newer_kubelets_is_not_trust
     1.30 (it always held the kubelet's), yet moving readiness to /livez would 404 on every
     kube-proxy. The hint makes nothing definite: drain is unknown, no patch is planned."""
     digest = "registry.k8s.io/kube-proxy@sha256:5f1c"
-    ds_dict = kube_proxy_daemonset_dict(readiness="/healthz", image=digest)
-    tainted = node("a", "v1.30.4", kube_proxy_field="v1.30.4", taints=TO_BE_DELETED)
+    ds_dict = kube.kube_proxy_daemonset(readiness="/healthz", image=digest)
+    tainted = node("a", kubelet="v1.30.4", kube_proxy_field="v1.30.4", taints=TO_BE_DELETED)
     snapshot = cluster(
         nodes=(tainted,),
         services=(WEB,),
-        pods=(kube_proxy_pod("a", digest, owner_uid="ds-uid-1"),),
+        pods=(kube_proxy_pod("a", image=digest, owner_uid="ds-uid-1"),),
         daemonsets=(DaemonSet.model_validate(ds_dict),),
     )
     cfg = config(readiness_policy=ReadinessPolicy.ENFORCE)

@@ -30,7 +30,7 @@ FOREIGN_URL = (
 )
 
 WEB = service("web")
-API = service("api", "prod")
+API = service("api", namespace="prod")
 LOCAL = service("local", policy="Local")
 
 
@@ -297,7 +297,7 @@ CASES = [
         cluster(
             services=(WEB, API),
             nodes=(node("new"), node("old")),
-            pods=(kube_proxy_pod("old", "registry.k8s.io/kube-proxy:v1.6.4"),),
+            pods=(kube_proxy_pod("old", image="registry.k8s.io/kube-proxy:v1.6.4"),),
         ),
         converged(WEB, API),
         {
@@ -308,7 +308,7 @@ CASES = [
     ),
     Case(
         "fallback: nothing created while in fallback",
-        cluster(services=(WEB,), nodes=(node("old", "v1.7.1"),)),
+        cluster(services=(WEB,), nodes=(node("old", kubelet="v1.7.1"),)),
         cloud(pools=(pool_for(WEB),)),
         set(),
         fallback=True,
@@ -321,7 +321,7 @@ CASES = [
                 node("new"),
                 node(
                     "old",
-                    "v1.6.0",
+                    kubelet="v1.6.0",
                     labels={"node.kubernetes.io/exclude-from-external-load-balancers": ""},
                 ),
             ),
@@ -331,14 +331,14 @@ CASES = [
     ),
     Case(
         "unknown version falls back by default",
-        cluster(services=(WEB,), nodes=(node("weird", "custom-build"),)),
+        cluster(services=(WEB,), nodes=(node("weird", kubelet="custom-build"),)),
         converged(WEB),
         {(Action.DETACH, Kind.TARGET_POOL, pool_for(WEB).name)},
         fallback=True,
     ),
     Case(
         "unknown version can be assumed to serve /healthz",
-        cluster(services=(WEB,), nodes=(node("weird", "custom-build"),)),
+        cluster(services=(WEB,), nodes=(node("weird", kubelet="custom-build"),)),
         converged(WEB),
         set(),
         config=config(unknown_version_policy=UnknownVersionPolicy.ASSUME_SUPPORTED),
@@ -347,8 +347,8 @@ CASES = [
         "the pod image outranks the node's kubelet version",
         cluster(
             services=(WEB,),
-            nodes=(node("n", "v1.31.0"),),
-            pods=(kube_proxy_pod("n", "gcr.io/x/kube-proxy:v1.7.0"),),
+            nodes=(node("n", kubelet="v1.31.0"),),
+            pods=(kube_proxy_pod("n", image="gcr.io/x/kube-proxy:v1.7.0"),),
         ),
         converged(WEB),
         {(Action.DETACH, Kind.TARGET_POOL, pool_for(WEB).name)},
@@ -437,7 +437,9 @@ def test_order_is_safe_for_gc_and_creation() -> None:
 
 
 def test_fallback_reason_names_the_nodes() -> None:
-    snapshot = cluster(services=(WEB,), nodes=(node("n-1", "v1.6.0"), node("n-2", "v1.31.0")))
+    snapshot = cluster(
+        services=(WEB,), nodes=(node("n-1", kubelet="v1.6.0"), node("n-2", kubelet="v1.31.0"))
+    )
     result = plan(snapshot, converged(WEB), config())
     assert result.fallback is not None
     assert [n.node for n in result.fallback.nodes] == ["n-1"]

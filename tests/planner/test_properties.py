@@ -28,6 +28,7 @@ from tests.builders import (
     service,
 )
 from tests.conftest import ComputeEnv
+from tests.worlds import compute_fake
 
 _, NAME, URL = names()
 FOREIGN_CHECK = "hand-made-check"
@@ -75,7 +76,7 @@ def worlds(draw: Any) -> World:
     )
     orphans = tuple(draw(st.lists(st.sampled_from(["ours", "foreign", "none"]), max_size=2)))
     versions = st.sampled_from(["v1.31.4"] * 6 + ["v1.29.1-gke.1", "v1.6.13", "custom"])
-    nodes = tuple(node(f"n-{i}", draw(versions)) for i in range(draw(st.integers(1, 3))))
+    nodes = tuple(node(f"n-{i}", kubelet=draw(versions)) for i in range(draw(st.integers(1, 3))))
     shared = st.sampled_from(["absent", "ours", "drifted", "foreign"])
     return World(services, pools, orphans, nodes, draw(shared), draw(shared))
 
@@ -141,8 +142,7 @@ def foreign_state(fake: ComputeFake, world: World) -> Any:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(world=worlds())
 def test_apply_converges_touches_nothing_foreign_and_honours_fallback(world: World) -> None:
-    fake = ComputeFake()
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT)
     with ComputeFakeServer(fake) as server:
         env = ComputeEnv(fake, server.url)
         seed(env, world)

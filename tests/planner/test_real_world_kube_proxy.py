@@ -6,7 +6,6 @@ like gke.gcr.io/kube-proxy-amd64:v1.31.5-gke.1200000), Gardener's per-worker-poo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,7 @@ from lbhc.model.cluster import Pod
 from lbhc.planner.config import ReadinessPolicy, selector_text
 from lbhc.planner.kube_proxy import facts_by_node, is_static, kube_proxy_selector
 from lbhc.planner.readiness import FindingKind, review_readiness
-from tests.builders import cluster, config, http_probe, node
+from tests.builders import cluster, config, kube, node
 
 KUBEADM = {
     "k8s-app": "kube-proxy",
@@ -34,28 +33,13 @@ def pod(
     readiness: str | None = None,
 ) -> Pod:
     """As the API returns it: a DaemonSet's Pod, or a mirror Pod (owned by its Node)."""
-    container: dict[str, Any] = {"name": "kube-proxy", "image": image}
+    mirror = owner == "Node"
+    name = f"kube-proxy-{node_name}" if mirror else f"kube-proxy-{node_name[-5:]}"
+    tweaks = [kube.owned_by_node(node_name) if mirror else kube.owned_by_daemonset("u1")]
     if readiness:
-        container["readinessProbe"] = http_probe(readiness)
-    name = f"kube-proxy-{node_name}" if owner == "Node" else f"kube-proxy-{node_name[-5:]}"
-    return Pod.model_validate(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "kube-system",
-                "labels": labels,
-                "ownerReferences": [
-                    {
-                        "kind": owner,
-                        "name": node_name if owner == "Node" else "kube-proxy",
-                        "uid": "u1",
-                    }
-                ],
-            },
-            "spec": {"nodeName": node_name, "containers": [container]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-        }
-    )
+        tweaks.append(kube.with_readiness_probe(readiness))
+    obj = kube.pod(name, *tweaks, node_name=node_name, labels=labels, image=image, ready=True)
+    return Pod.model_validate(obj)
 
 
 @dataclass(frozen=True)
@@ -113,7 +97,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_kube_proxy_is_found_and_read_as_each_installer_runs_it(case: Case) -> None:
-    snapshot = cluster(nodes=(node("n1", "v1.31.4"),), pods=(case.pod,))
+    snapshot = cluster(nodes=(node("n1", kubelet="v1.31.4"),), pods=(case.pod,))
     cfg = config()
     selected = kube_proxy_selector(snapshot.kube_proxy_pods, cfg)
     assert selected is not None and selector_text(selected) == case.selector

@@ -111,7 +111,7 @@ def test_fallback_in_takeover_mode_gives_back_rather_than_leaving_pools_unchecke
     old = cluster(
         services=(WEB,),
         nodes=(node("a"), node("b")),
-        pods=(kube_proxy_pod("b", "registry.k8s.io/kube-proxy:v1.6.13"),),
+        pods=(kube_proxy_pod("b", image="registry.k8s.io/kube-proxy:v1.6.13"),),
     )
     result = plan(old, world, TAKEOVER)
     assert result.fallback is not None and result.fallback.others_stay == 0

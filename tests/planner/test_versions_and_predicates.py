@@ -168,8 +168,10 @@ def test_version_sources_in_order(
     display: str,
     source: str,
 ) -> None:
-    pod = kube_proxy_pod("n", pod_image) if pod_image else None
-    facts = detect(node("n", kubelet, kube_proxy_field=field), pod, seen, DrainingGate.UNKNOWN)
+    pod = kube_proxy_pod("n", image=pod_image) if pod_image else None
+    facts = detect(
+        node("n", kubelet=kubelet, kube_proxy_field=field), pod, seen, DrainingGate.UNKNOWN
+    )
     assert facts.source.value == source
     assert facts.version.display().startswith(display)
 
@@ -190,28 +192,32 @@ def test_version_sources_in_order(
 def test_a_kubelet_hint_never_makes_livez_or_draining_definite(
     kubelet: str, expected: Capabilities
 ) -> None:
-    facts = detect(node("n", kubelet), None, None, DrainingGate.UNKNOWN)
+    facts = detect(node("n", kubelet=kubelet), None, None, DrainingGate.UNKNOWN)
     assert facts.source is VersionSource.KUBELET_VERSION and facts.capabilities == expected
 
 
 def test_a_digest_only_image_is_said_and_the_next_source_used() -> None:
-    facts = detect(node("n", "v1.31.0"), kube_proxy_pod("n", DIGEST), None, DrainingGate.UNKNOWN)
+    facts = detect(
+        node("n", kubelet="v1.31.0"), kube_proxy_pod("n", image=DIGEST), None, DrainingGate.UNKNOWN
+    )
     assert facts.source is VersionSource.KUBELET_VERSION
     assert "pinned by digest" in facts.note and facts.to_json()["note"] == facts.note
 
 
 def test_a_node_needs_a_probe_exactly_when_detect_would_use_one() -> None:
-    digest = kube_proxy_pod("n", DIGEST)
-    latest = kube_proxy_pod("n", "registry.k8s.io/kube-proxy:latest")
+    digest = kube_proxy_pod("n", image=DIGEST)
+    latest = kube_proxy_pod("n", image="registry.k8s.io/kube-proxy:latest")
     # Only a parsable image tag makes a probe unnecessary; the node field is only a hint.
     assert needs_probe(node("n", kube_proxy_field="v1.31.0"), digest)
     assert needs_probe(node("n", kube_proxy_field="v1.31.0"), latest)
     assert needs_probe(node("n"), None)
-    assert not needs_probe(node("n"), kube_proxy_pod("n", "registry.k8s.io/kube-proxy:v1.31.4"))
+    assert not needs_probe(
+        node("n"), kube_proxy_pod("n", image="registry.k8s.io/kube-proxy:v1.31.4")
+    )
 
 
 def test_assumed_version_overrides_every_source() -> None:
-    pod = kube_proxy_pod("n", "registry.k8s.io/kube-proxy:v1.6.0")
+    pod = kube_proxy_pod("n", image="registry.k8s.io/kube-proxy:v1.6.0")
     facts = detect(node("n"), pod, probe(None, None), DrainingGate.UNKNOWN, (1, 31, 0))
     assert facts.source is VersionSource.ASSUMED
     assert facts.capabilities == caps(True, True, True)

@@ -17,7 +17,7 @@ from lbhc.planner.capabilities import Capabilities, capabilities_from_probe
 from lbhc.probe.health_port import probe_health_port
 from lbhc.probe.prober import NodeProber
 from lbhc.sandbox.kube_proxy import KubeProxyServer, NodeState
-from tests import kube_objects as kube_builders
+from tests.builders import kube as kube_builders
 from tests.controller.harness import URL, world
 from tests.waiting import wait_for
 

@@ -14,6 +14,7 @@ import pytest
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER, SandboxSpec
 from lbhc.sandbox.upstream.compute import USER_AGENT
+from tests.builders import kube
 from tests.waiting import wait_for
 
 NS = "demo"
@@ -39,17 +40,13 @@ def passes(sandbox: Sandbox) -> int:
 
 def add_service(sandbox: Sandbox, name: str, **spec: Any) -> None:
     annotations = spec.pop("annotations", {})
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": NS, "annotations": annotations},
-        "spec": {
-            "type": "LoadBalancer",
-            "externalTrafficPolicy": "Cluster",
-            "ports": [{"port": 443, "targetPort": 8443, "protocol": "TCP", "nodePort": 31443}],
-            **spec,
-        },
-    }
+    obj = kube.service(
+        name,
+        kube.with_annotations(annotations),
+        kube.with_port(443, node_port=31443, target_port=8443),
+        kube.with_spec(**spec),
+        namespace=NS,
+    )
     sandbox.kube.upsert(obj)
 
 

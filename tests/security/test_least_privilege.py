@@ -25,23 +25,23 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
 from lbhc.gce.permissions import PERMISSIONS_BY_CALL, required_permissions
 from lbhc.model.cloud import http_health_check_url
-from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from lbhc.sandbox.compute_fake import ComputeFakeServer
 from lbhc.sandbox.compute_fake.journal import JournalEntry
-from tests import kube_objects as kube_builders
 from tests.builders import (
     PROJECT,
     REGION,
-    kube_proxy_daemonset_dict,
     our_check,
     our_firewall,
     service,
 )
+from tests.builders import kube as kube_builders
 from tests.chaos.record import record
 from tests.conftest import ComputeEnv
 from tests.controller import harness
 from tests.security.iam import OPERATION_PERMISSIONS, permissions_for
 from tests.test_deploy import OVERLAYS, Request, allowed, granted_rules, parse, render
 from tests.waiting import wait_for
+from tests.worlds import compute_fake
 
 # ---- GCE: each call needs exactly what it declares ------------------------------------------
 
@@ -101,8 +101,7 @@ REGION_OPS = set(PERMISSIONS_BY_CALL["wait_region_operation"])
 def gce_run() -> Iterator[dict[str, set[str]]]:
     """Every call once, in order; per call, the permissions its requests needed. Operations
     stay PENDING a moment, so every mutation is really waited on."""
-    fake = ComputeFake(operation_latency=0.05)
-    fake.add_network(PROJECT, "default")
+    fake = compute_fake(PROJECT, operation_latency=0.05)
     with ComputeFakeServer(fake) as server:
         env = ComputeEnv(fake, server.url)
         config = GceClientConfig(PROJECT, REGION, endpoint=server.url)
@@ -160,11 +159,13 @@ class KubeRun:
 def _seed(w: harness.World) -> list[str]:
     """kube-proxy as a DaemonSet, and Services in two namespaces."""
     uid = "0f6b7a52-4f1e-4d1c-9a59-1b2c3d4e5f60"
-    w.kube.upsert(kube_proxy_daemonset_dict(uid=uid))
+    w.kube.upsert(kube_builders.kube_proxy_daemonset(uid=uid))
     for i in range(3):
-        pod = kube_builders.kube_proxy_pod(f"node-{i}", "v1.31.4", ready=True, owner_uid=uid)
+        pod = kube_builders.kube_proxy_pod(
+            f"node-{i}", version="v1.31.4", ready=True, owner_uid=uid
+        )
         w.kube.upsert(pod)
-    w.kube.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    w.kube.upsert(kube_builders.namespace("shop"))
     return [w.add_service("web"), w.add_service("cart", namespace="shop")]
 
 

@@ -25,8 +25,8 @@ from lbhc.gce.config import GceClientConfig
 from lbhc.kube import client as kube_client
 from lbhc.kube.client import KubeApi, KubeConfig, Resource, make_api_client
 from lbhc.model.cloud import Firewall
-from tests import kube_objects as kube_builders
-from tests.builders import kube_proxy_daemonset_dict
+from tests.builders import kube as kube_builders
+from tests.builders.kube import kube_proxy_daemonset
 from tests.chaos.record import record
 from tests.controller.harness import PROJECT, REGION, world
 from tests.security.canaries import GCE_ACCESS_TOKEN, KUBE_TOKEN, Scan, header_sent
@@ -53,9 +53,11 @@ def test_no_canary_in_any_output_of_lbhc_processes(tmp_path: Path, chaos_scale: 
     scan = Scan()
     with world() as w, credentialed(w, tmp_path) as c:
         ds_uid = "0f6b7a52-4f1e-4d1c-9a59-1b2c3d4e5f60"
-        w.kube.upsert(kube_proxy_daemonset_dict(uid=ds_uid))
+        w.kube.upsert(kube_proxy_daemonset(uid=ds_uid))
         for i in range(3):
-            pod = kube_builders.kube_proxy_pod(f"node-{i}", "v1.31.4", ready=True, owner_uid=ds_uid)
+            pod = kube_builders.kube_proxy_pod(
+                f"node-{i}", version="v1.31.4", ready=True, owner_uid=ds_uid
+            )
             w.kube.upsert(pod)
         pools = [w.add_service("web-0"), w.add_service("web-1")]
         w.add_service("local", policy="Local")

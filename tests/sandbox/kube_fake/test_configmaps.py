@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.sandbox.upstream.names import ingress_uid_configmap
-from tests.kube_objects import seed
+from tests.kube_fixtures import seed
 from tests.sandbox.kube_fake.support import kubectl, request
 
 UID = "0123456789abcdef"

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from lbhc.sandbox.kube_fake import ApiError, KubeFake, KubeFakeServer
-from tests.kube_objects import node, seed, service
+from tests.builders.kube import node, service
+from tests.kube_fixtures import seed
 from tests.sandbox.kube_fake.support import WATCH_TIMEOUT, WatchStream, object_names, request
 
 SVC = "/api/v1/namespaces/default/services"

@@ -9,7 +9,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube_objects import raw, status_body
+from tests.kube_fixtures import raw, status_body
 from tests.sandbox.kube_fake.support import request
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"

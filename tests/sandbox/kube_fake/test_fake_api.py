@@ -12,15 +12,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import JournalEntry, KubeFake, KubeFakeServer
-from tests.kube_objects import (
-    KUBE_SYSTEM_UID,
-    kube_proxy_pod,
-    node,
-    raw,
-    seed,
-    service,
-    status_body,
-)
+from tests.builders.kube import KUBE_SYSTEM_UID, kube_proxy_pod, node, service
+from tests.kube_fixtures import raw, seed, status_body
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
@@ -284,9 +277,9 @@ def test_upsert_assigns_and_keeps_server_fields(kube_fake: KubeFake) -> None:
 
 
 def test_objects_are_deep_copies_in_list_order(kube_fake: KubeFake) -> None:
-    obj = service("b", "ns1")
+    obj = service("b", namespace="ns1")
     kube_fake.upsert(obj)
-    kube_fake.upsert(service("a", "ns2"))
+    kube_fake.upsert(service("a", namespace="ns2"))
     obj["spec"]["type"] = "mutated after upsert"
 
     objects = kube_fake.objects("Service")
@@ -297,7 +290,7 @@ def test_objects_are_deep_copies_in_list_order(kube_fake: KubeFake) -> None:
         ("ns2", "Service"),
     ]
     assert [o["spec"]["type"] for o in kube_fake.objects("Service")] == ["LoadBalancer"] * 2
-    assert kube_fake.upsert(service("c", ""))["metadata"]["namespace"] == "default"
+    assert kube_fake.upsert(service("c", namespace=""))["metadata"]["namespace"] == "default"
     assert kube_fake.get("Namespace", None, "kube-system")["metadata"]["uid"] == KUBE_SYSTEM_UID  # type: ignore[index]
 
 

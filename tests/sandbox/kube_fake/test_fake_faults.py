@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube_objects import node, seed
+from tests.builders.kube import node
+from tests.kube_fixtures import seed
 from tests.sandbox.kube_fake.support import WatchStream
 from tests.sandbox.kube_fake.test_watch import watch_nodes
 from tests.waiting import wait_for

@@ -10,16 +10,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, decode_continue
-from tests.kube_objects import (
-    kube_proxy_pod,
-    namespace,
-    node,
-    pod,
-    raw,
-    seed,
-    service,
-    status_body,
-)
+from tests.builders.kube import kube_proxy_pod, namespace, node, pod, service
+from tests.kube_fixtures import raw, seed, status_body
 
 Lister = Callable[..., Any]
 
@@ -51,13 +43,13 @@ def seeded(kube_fake: KubeFake) -> KubeFake:
         node("n2"),
         node("n1", labels={"pool": "a", "zone": "z1"}),
         node("n3", labels={"pool": "b"}),
-        service("web", "shop"),
-        service("api", "default"),
-        service("db", "shop", type="ClusterIP"),
+        service("web", namespace="shop"),
+        service("api", namespace="default"),
+        service("db", namespace="shop", type_="ClusterIP"),
         kube_proxy_pod("n1"),
-        kube_proxy_pod("n2", "v1.30.0"),
+        kube_proxy_pod("n2", version="v1.30.0"),
         pod("coredns", node_name="n1", labels={"k8s-app": "kube-dns"}, container="coredns"),
-        pod("pending", "shop", labels={"app": "web"}, phase="Pending"),
+        pod("pending", namespace="shop", labels={"app": "web"}, phase="Pending"),
     )
     return kube_fake
 

@@ -18,16 +18,8 @@ from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.kube_proxy import kube_proxy_pods_by_node
 from lbhc.sandbox.kube_fake import JournalEntry, KubeFake, KubeFakeServer
-from tests.kube_objects import (
-    KUBE_SYSTEM_UID,
-    kube_proxy_pod,
-    namespace,
-    node,
-    pod,
-    run_kubectl,
-    seed,
-    service,
-)
+from tests.builders.kube import KUBE_SYSTEM_UID, kube_proxy_pod, namespace, node, pod, service
+from tests.kube_fixtures import run_kubectl, seed
 
 GET_ALL = ("get", "nodes,services,pods", "-A", "-o", "json")
 
@@ -38,11 +30,13 @@ def seed_cluster(fake: KubeFake, nodes: int) -> None:
         seed(fake, node(f"node-{i:04d}", deleting=i == 7), kube_proxy_pod(f"node-{i:04d}"))
     seed(
         fake,
-        service("web", "shop"),
-        service("legacy", etp=None),
-        service("local", "shop", etp="Local", lb_class="example.com/lb"),
+        service("web", namespace="shop"),
+        service("legacy", policy=None),
+        service("local", namespace="shop", policy="Local", lb_class="example.com/lb"),
         pod("coredns", node_name="node-0000", labels={"k8s-app": "kube-dns"}, container="coredns"),
-        pod("imposter", "default", node_name="node-0001", labels={"k8s-app": "kube-proxy"}),
+        pod(
+            "imposter", namespace="default", node_name="node-0001", labels={"k8s-app": "kube-proxy"}
+        ),
     )
 
 

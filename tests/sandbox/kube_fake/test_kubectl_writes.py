@@ -12,7 +12,8 @@ import yaml
 from kubernetes import client, config
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube_objects import namespace, node, seed, service
+from tests.builders.kube import namespace, node, service
+from tests.kube_fixtures import seed
 from tests.sandbox.kube_fake.support import WATCH_TIMEOUT, WatchStream, kubectl, object_names
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
@@ -141,7 +142,7 @@ def test_apply_creates_then_patches(
     cluster: KubeFake, run: Callable[..., str], tmp_path: Path
 ) -> None:
     manifest = tmp_path / "svc.yaml"
-    svc = service("applied", "shop")
+    svc = service("applied", namespace="shop")
     manifest.write_text(yaml.safe_dump(svc), encoding="utf-8")
     assert run("apply", "-f", str(manifest)).strip() == "service/applied created"
 

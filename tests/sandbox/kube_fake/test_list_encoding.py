@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from lbhc.sandbox.kube_fake import KubeFake
-from tests.kube_objects import node, raw, seed
+from tests.builders.kube import node
+from tests.kube_fixtures import raw, seed
 
 
 def paged(core: Any, limit: int, **kwargs: Any) -> tuple[list[dict[str, Any]], list[str]]:

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube_objects import node, raw, service
+from tests.builders.kube import node, service
+from tests.kube_fixtures import raw
 from tests.sandbox.kube_fake.support import request
 
 MERGE = "application/merge-patch+json"

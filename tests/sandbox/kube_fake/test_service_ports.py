@@ -12,7 +12,7 @@ import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.sandbox.kube_fake.service_ports import NODE_PORT_RANGE
-from tests.kube_objects import service
+from tests.builders.kube import service
 from tests.sandbox.kube_fake.support import request
 
 SVC = "/api/v1/namespaces/default/services"
@@ -187,7 +187,7 @@ def test_health_check_node_port_refused(
 def test_the_fakes_helpers_go_through_the_same_rules(kube_fake: KubeFake) -> None:
     """KubeFake.patch (what the sandbox's set_traffic_policy uses) allocates and clears too;
     upsert stores a seeded object as given."""
-    local = service("a", etp="Local")
+    local = service("a", policy="Local")
     kube_fake.upsert(local)
     assert port_of(kube_fake, "a") is None
     kube_fake.patch("Service", "default", "a", {"metadata": {"labels": {"x": "1"}}})

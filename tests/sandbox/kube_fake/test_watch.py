@@ -15,7 +15,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube_objects import node, pod, seed, service, status_body
+from tests.builders.kube import node, pod, service
+from tests.kube_fixtures import seed, status_body
 from tests.sandbox.kube_fake.support import WATCH_TIMEOUT, WatchStream, object_names
 
 Open = Callable[[Any], WatchStream]
@@ -199,7 +200,7 @@ def test_field_selector_and_namespace_scope(kube_fake: KubeFake, core: Any, watc
 
     seed(
         kube_fake,
-        pod("other-ns", "default", node_name="n1"),
+        pod("other-ns", namespace="default", node_name="n1"),
         pod("other-node", node_name="n2"),
         pod("wanted", node_name="n1"),
     )

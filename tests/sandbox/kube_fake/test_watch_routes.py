@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube_objects import node, pod, service
+from tests.builders.kube import node, pod, service
 
 # Every list route serves watch: (path, object to seed through the fake).
 _DS = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "kube-proxy"}}

@@ -9,7 +9,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from tests.kube_objects import node, raw, service, status_body
+from tests.builders.kube import node, service
+from tests.kube_fixtures import raw, status_body
 from tests.sandbox.kube_fake.support import request
 
 SVC = "/api/v1/namespaces/default/services"

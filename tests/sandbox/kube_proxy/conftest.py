@@ -9,14 +9,12 @@ import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
-from tests.kube_objects import KUBE_SYSTEM_UID, namespace, seed
+from tests.worlds import seed_cluster
 
 
 @pytest.fixture
 def kube() -> KubeFake:
-    fake = KubeFake()
-    seed(fake, namespace("default"), namespace("kube-system", KUBE_SYSTEM_UID))
-    return fake
+    return seed_cluster(KubeFake(), namespaces=("default",))
 
 
 @pytest.fixture

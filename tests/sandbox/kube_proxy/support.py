@@ -1,5 +1,5 @@
 """Helpers for the kube-proxy emulator's tests: raw HTTP over real sockets and Node/Pod
-dicts built on tests.kube_objects' builders."""
+dicts built on tests.builders.kube."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbhc.sandbox.kube_fake import KubeFake
-from tests.kube_objects import kube_proxy_pod, node
+from tests.builders.kube import kube_proxy_pod, node
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 INSTANCE = "https://www.googleapis.com/compute/v1/projects/{p}/zones/{z}/instances/{n}"

@@ -13,7 +13,7 @@ import pytest
 
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.kube_proxy import KUBE_PROXY_PORT, KubeProxyFleet
-from tests.kube_objects import kube_proxy_pod
+from tests.builders.kube import kube_proxy_pod
 from tests.sandbox.kube_proxy.support import (
     INSTANCE,
     TO_BE_DELETED,
@@ -196,7 +196,7 @@ def test_during_a_rollout_the_pod_not_terminating_answers(
     old["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
     old["metadata"]["finalizers"] = ["example.com/hold"]
     kube.upsert(old)
-    kube.upsert(kube_proxy_pod("n1", "v1.31.4") | {"metadata": _meta("kube-proxy-zzz")})
+    kube.upsert(kube_proxy_pod("n1", version="v1.31.4") | {"metadata": _meta("kube-proxy-zzz")})
     assert probe(make_fleet(), "n1") == (200, 200)
 
 

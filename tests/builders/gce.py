@@ -1,0 +1,134 @@
+"""lbhc's GCE objects (lbhc.model.cloud) as the Compute API would show them: the pools and
+rules the cloud provider makes for a Service, legacy health checks (the cloud provider's and
+lbhc's own), lbhc's firewall, and the CloudSnapshot the planner reads them as."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lbhc.model.cloud import (
+    CloudSnapshot,
+    Firewall,
+    ForwardingRule,
+    HttpHealthCheck,
+    TargetPool,
+    http_health_check_url,
+    resource_path,
+)
+from lbhc.model.cluster import Service
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.names import target_pool_name
+from lbhc.planner.planner import shared_name
+from lbhc.planner.shared import desired_firewall, desired_health_check
+from tests.builders.constants import CLOUD_PROVIDER_UID, PROJECT, REGION
+from tests.builders.model import cluster, config
+
+
+def compact(value: object) -> str:
+    """JSON as the cloud provider writes descriptions (Go's json.Marshal: no spaces)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def service_description(key: str) -> str:
+    """The description the cloud provider gives a Service's pool and rule."""
+    return compact({"kubernetes.io/service-name": key})
+
+
+def pool_for(
+    svc: Service,
+    *,
+    health_checks: tuple[str, ...] = (),
+    claim: str | None = None,
+    described: bool = True,
+) -> TargetPool:
+    """The pool a cloud provider would have made for `svc`."""
+    description = service_description(claim or svc.key) if described else ""
+    name = target_pool_name(svc.metadata.uid)
+    return TargetPool(
+        name=name,
+        region=REGION,
+        description=description,
+        health_checks=health_checks,
+        self_link=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/regions/{REGION}/targetPools/{name}",
+    )
+
+
+def rule_for(svc: Service, claim: str | None = None, ip: str = "") -> ForwardingRule:
+    name = target_pool_name(svc.metadata.uid)
+    return ForwardingRule(
+        name=name, description=service_description(claim or svc.key), ip_address=ip
+    )
+
+
+def check_url(name: str) -> str:
+    return http_health_check_url(PROJECT, name)
+
+
+def legacy_check(name: str, **overrides: Any) -> HttpHealthCheck:
+    """A legacy check as read from GCE; the default is shaped like the cloud provider's."""
+    fields: dict[str, Any] = {
+        "name": name,
+        "description": service_description(name),
+        "request_path": "/healthz",
+        "port": 10256,
+        "check_interval_sec": 8,
+        "timeout_sec": 1,
+        "healthy_threshold": 1,
+        "unhealthy_threshold": 3,
+        "self_link": check_url(name),
+    }
+    return HttpHealthCheck(**{**fields, **overrides})
+
+
+def cloud_provider_check(**overrides: Any) -> HttpHealthCheck:
+    """The cloud provider's node check, k8s-<uid>-node (cloud-provider-gcp
+    providers/gce/gce_healthchecks.go makeHTTPHealthCheck)."""
+    return legacy_check(f"k8s-{CLOUD_PROVIDER_UID}-node", **overrides)
+
+
+CLOUD_PROVIDER_CHECK = cloud_provider_check()
+
+
+def names(cfg: PlannerConfig | None = None) -> tuple[str, str, str]:
+    """(cluster id, shared resource name, health check URL) for the default cluster."""
+    cfg = cfg or config()
+    cluster_id, name = shared_name(cluster(), cfg)
+    return cluster_id, name, http_health_check_url(cfg.project, name)
+
+
+def our_check(cfg: PlannerConfig | None = None, **overrides: Any) -> HttpHealthCheck:
+    cfg = cfg or config()
+    cluster_id, name, url = names(cfg)
+    check = desired_health_check(name, cluster_id, cfg)
+    return HttpHealthCheck(**{**check.__dict__, "self_link": url, **overrides})
+
+
+def our_firewall(cfg: PlannerConfig | None = None, **overrides: Any) -> Firewall:
+    cfg = cfg or config()
+    cluster_id, name, _ = names(cfg)
+    firewall = desired_firewall(name, cluster_id, cfg)
+    return Firewall(**{**firewall.__dict__, **overrides})
+
+
+def cloud(
+    *,
+    check: HttpHealthCheck | None = None,
+    firewall: Firewall | None = None,
+    pools: tuple[TargetPool, ...] = (),
+    rules: tuple[ForwardingRule, ...] = (),
+    gaps: tuple[str, ...] = (),
+    checks: tuple[HttpHealthCheck, ...] = (),
+    checks_complete: bool = True,
+) -> CloudSnapshot:
+    """`checks`: the project's other legacy checks, as listed (ours comes from `check`)."""
+    listed = {resource_path(c.self_link): c for c in (*checks, *((check,) if check else ()))}
+    return CloudSnapshot(
+        check,
+        firewall,
+        pools,
+        rules,
+        gaps,
+        health_checks=listed,
+        health_checks_complete=checks_complete,
+    )
