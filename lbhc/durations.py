@@ -24,6 +24,13 @@ def parse_duration(text: str) -> float:
     return sum(float(number) * _UNIT[unit] for number, unit in parts)
 
 
+def duration_text(seconds: float) -> str:
+    """A duration as a person writes it: 300.0 -> 5m, 2.0 -> 2s, 0.25 -> 250ms."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 3600:g}h" if seconds % 3600 == 0 else f"{seconds / 60:g}m"
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
+
+
 def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("true", "1", "yes"):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
+from lbhc.durations import duration_text
 from lbhc.settings.model import Settings, group_model
 from lbhc.settings.names import (
     BY_ARGUMENT,
@@ -129,13 +130,6 @@ def _shown(raw: object) -> str:
     text = repr(raw)
     text = re.sub(r"//[^/@\s]*@", "//***@", text)  # never echo a URL's user:password
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def duration_text(seconds: float) -> str:
-    """A duration as a person writes it: 300.0 -> 5m, 2.0 -> 2s, 0.25 -> 250ms."""
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{seconds / 3600:g}h" if seconds % 3600 == 0 else f"{seconds / 60:g}m"
-    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
 
 
 def default_text(name: str) -> str:

@@ -12,6 +12,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from lbhc.durations import duration_text
 from lbhc.gce.config import DEFAULT_ENDPOINT
 from lbhc.planner.config import (
     DrainingGate,
@@ -294,8 +295,6 @@ class LeaderElectionSettings(Group):
     def _check_lease_timings(self) -> LeaderElectionSettings:
         # Writes stop renew_deadline after the last renew, before anyone may take over
         # (lease_duration after it): the order is what keeps one writer.
-        from lbhc.settings.describe import duration_text
-
         lease, renew, retry = self.lease_duration, self.renew_deadline, self.retry_period
         if self.enabled and not retry < renew < lease:
             raise setting_error(

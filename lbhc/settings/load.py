@@ -14,6 +14,7 @@ import yaml
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
+from lbhc.settings.describe import describe
 from lbhc.settings.model import Settings
 from lbhc.settings.names import BY_ARGUMENT, BY_PATH, GROUPS, RETIRED_SETTINGS, SETTING_NAMES
 
@@ -28,7 +29,6 @@ class SettingsError(ValueError):
 class Layer:
     """One source's values by path, and where each came from (a flag, a variable, a file)."""
 
-    name: str
     values: dict[str, Any] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
     # Keys of the file that are no setting, kept so validation reports them as unknown.
@@ -72,7 +72,6 @@ class Layers:
     env: Layer
     file: Layer
     config_file: Path | None
-    deprecated: list[str] = field(default_factory=list)
 
     def winner(self, path: str) -> Layer | None:
         return next((layer for layer in self.all if path in layer.values), None)
@@ -87,16 +86,13 @@ def load_settings(
 ) -> Settings:
     """Settings from the flat arguments (flags; None means "not given"), LBHC_* and the file.
     Spellings of lbhc 0.1 are accepted with a warning naming the new one."""
-    from lbhc.settings.describe import describe
-
     problems: list[str] = []
     layers = Layers(
         arguments=_arguments_layer(arguments),
         env=_env_layer(problems),
-        file=_file_layer(config_file, problems) if config_file else Layer("file"),
+        file=_file_layer(config_file, problems) if config_file else Layer(),
         config_file=config_file,
     )
-    layers.deprecated += _deprecations(layers)
     if problems:
         raise SettingsError("\n".join(f"invalid settings: {p}" for p in problems))
     settings_cls: type[Settings] = type(
@@ -111,7 +107,7 @@ def load_settings(
         settings = settings_cls(**_with_every_group(layers.arguments.nested()))
     except ValidationError as exc:
         raise SettingsError(describe(exc, layers, base)) from exc
-    for line in layers.deprecated:  # only once the settings are usable: errors come first
+    for line in _deprecations(layers):  # only once the settings are usable: errors first
         log.warning("%s", line)
     return settings
 
@@ -123,7 +119,7 @@ def _with_every_group(tree: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arguments_layer(arguments: dict[str, Any]) -> Layer:
-    layer = Layer("arguments")
+    layer = Layer()
     for argument, value in arguments.items():
         if value is None:
             continue
@@ -137,7 +133,7 @@ def _arguments_layer(arguments: dict[str, Any]) -> Layer:
 def _env_layer(problems: list[str]) -> Layer:
     # Variables are matched ignoring case, as pydantic-settings matches them by default.
     environ = {key.upper(): value for key, value in os.environ.items()}
-    layer = Layer("env")
+    layer = Layer()
     for name in SETTING_NAMES:
         new, flat = environ.get(name.env), environ.get(name.flat_env)
         if new is not None and flat is not None and name.flat_env != name.env:
@@ -158,7 +154,7 @@ def _env_layer(problems: list[str]) -> Layer:
 
 
 def _file_layer(path: Path, problems: list[str]) -> Layer:
-    layer = Layer("file")
+    layer = Layer()
     label = str(path)
     for key, value in read_config_file(path).items():
         name = BY_ARGUMENT.get(key)

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from lbhc.controller.trigger import Trigger
-from lbhc.durations import parse_bool, parse_duration
+from lbhc.durations import duration_text, parse_bool, parse_duration
 from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import Resource
 from lbhc.model.cluster import Node
@@ -107,6 +107,15 @@ def test_trigger_wakes_a_waiting_loop() -> None:
     [("30s", 30.0), ("5m", 300.0), ("1h30m", 5400.0), ("250ms", 0.25), ("1.5s", 1.5)],
 )
 def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(300.0, "5m"), (3600.0, "1h"), (5400.0, "90m"), (2.0, "2s"), (90.0, "90s"), (0.25, "250ms")],
+)
+def test_a_duration_is_shown_as_it_is_written_and_reads_back(seconds: float, text: str) -> None:
+    assert duration_text(seconds) == text
     assert parse_duration(text) == pytest.approx(seconds)
 
 
