@@ -29,10 +29,11 @@ class UsageError(ValueError):
 
 class _HelpFormatter(argparse.HelpFormatter):
     """Every flag's help ends with its default, unless the text already says it or there is
-    none to say (a setting whose default lives in the settings model says it itself)."""
+    none to say (a setting whose default lives in the settings model says it itself), and a
+    flag that is a setting names it as the file and the environment spell it."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
+        text = (action.help or "") + _setting_names(action)
         default = action.default
         if (
             "default" in text
@@ -42,6 +43,17 @@ class _HelpFormatter(argparse.HelpFormatter):
         ):
             return text
         return f"{text} (default: %(default)s)"
+
+
+def _setting_names(action: argparse.Action) -> str:
+    from lbhc.settings import FLAG_SETTINGS, lookup
+
+    # A setting's flag defaults to None (not given: the variable, the file or the model
+    # decide); teardown's own --dry-run shares a name with a setting but is not one.
+    if action.dest not in FLAG_SETTINGS or action.default is not None:
+        return ""
+    name = lookup(action.dest)
+    return f" [{name.path}, {name.env}]"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -104,8 +116,8 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
         "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
     )
     gce = parser.add_argument_group(
-        "GCE (each flag is also a setting in --config and an LBHC_* variable, as README's "
-        "Settings lists them; flags win, then variables, then the file)"
+        "GCE (each flag is also a setting in --config and an LBHC_* variable, named in "
+        "[brackets]; flags win, then variables, then the file)"
     )
     gce.add_argument("--project", help="the GCP project of the load balancers (required)")
     gce.add_argument("--region", help="the region of the target pools (required)")
@@ -325,9 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="the controller: keep everything converged",
-        description="Every flag below is also a setting in --config and an LBHC_* variable "
-        "(controller.dry_run is LBHC_CONTROLLER_DRY_RUN; README's Settings lists them all): "
-        "the flag wins, then the variable, then the file.",
+        description="Every flag below is also a setting in --config and an LBHC_* variable, "
+        "named in [brackets] (README's Settings lists them all): the flag wins, then the "
+        "variable, then the file.",
     )
     _settings_flags(run)
     # Defaults None: a flag given overrides the setting; its default lives in the model.

@@ -62,6 +62,26 @@ def test_every_flag_has_help_that_states_its_default(
 _REQUIRED_OR_EXPLAINED = {"project", "region", "node_tags", "watch"}
 
 
+@pytest.mark.parametrize(("parser", "action"), ALL_OPTIONS)
+def test_a_flag_that_is_a_setting_names_it_as_the_file_and_the_environment_spell_it(
+    parser: argparse.ArgumentParser, action: argparse.Action
+) -> None:
+    """So `--help` alone tells a Deployment author the ConfigMap key and the variable. A
+    command's own flag that shares a setting's name (teardown's --dry-run, which the setting
+    controller.dry_run does not reach) must not claim to be it."""
+    from lbhc.settings import FLAG_SETTINGS, lookup
+
+    shown = parser._get_formatter()._expand_help(action)
+    is_setting = action.dest in FLAG_SETTINGS and action.default is None
+    if is_setting:
+        name = lookup(action.dest)
+        assert f"[{name.path}, {name.env}]" in shown, shown
+    else:
+        assert "LBHC_" not in shown, shown
+    if parser.prog == "lbhc teardown" and action.dest == "dry_run":
+        assert not is_setting
+
+
 def test_there_are_flags_to_check() -> None:
     assert len(ALL_OPTIONS) > 50
 
