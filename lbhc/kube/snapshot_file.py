@@ -20,6 +20,7 @@ from lbhc.model.cluster import (
     Pod,
     Service,
 )
+from lbhc.textfile import read_utf8
 
 EXPECTED = (
     "a v1 List as printed by `kubectl get nodes,services,pods,daemonsets,namespaces -A -o json`"
@@ -31,14 +32,7 @@ class SnapshotFileError(ValueError):
 
 
 def load_cluster_snapshot(path: Path) -> ClusterSnapshot:
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise SnapshotFileError(f"cluster snapshot {path}: cannot read: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise SnapshotFileError(
-            f"cluster snapshot {path}: not UTF-8 text (byte {exc.start}); expected {EXPECTED}"
-        ) from exc
+    text = read_utf8(path, f"cluster snapshot {path}", EXPECTED, SnapshotFileError)
     return parse_cluster_snapshot(text, str(path))
 
 

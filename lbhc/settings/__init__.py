@@ -7,21 +7,17 @@ from lbhc.settings.load import SettingsError, load_settings
 from lbhc.settings.model import GceOnlySettings, Settings
 from lbhc.settings.names import (
     FLAG_SETTINGS,
-    RETIRED_SETTINGS,
     RUN_SETTINGS,
     SETTING_NAMES,
-    SettingName,
     environment_names,
     lookup,
 )
 
 __all__ = [
     "FLAG_SETTINGS",
-    "RETIRED_SETTINGS",
     "RUN_SETTINGS",
     "SETTING_NAMES",
     "GceOnlySettings",
-    "SettingName",
     "Settings",
     "SettingsError",
     "default_text",

@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from lbhc.settings.describe import describe
 from lbhc.settings.model import Settings
 from lbhc.settings.names import BY_ARGUMENT, BY_PATH, GROUPS, RETIRED_SETTINGS, SETTING_NAMES
+from lbhc.textfile import read_utf8
 
 log = logging.getLogger(__name__)
 
@@ -217,14 +218,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{where}: not found")
     if not path.is_file():
         raise SettingsError(f"{where}: not a regular file; expected a YAML file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise SettingsError(f"{where}: cannot read: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise SettingsError(
-            f"{where}: not UTF-8 text (byte {exc.start}); expected a YAML mapping of setting: value"
-        ) from exc
+    text = read_utf8(path, where, "a YAML mapping of setting: value", SettingsError)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
