@@ -250,38 +250,53 @@ def test_lease_order_is_not_checked_without_leader_election() -> None:
 # 0.1 read flat names from the file and the environment: a ConfigMap written then must keep
 # working after an upgrade, saying what to write instead.
 OLD_SPELLINGS = [
-    ("file", "port: 1234\n", {}, "the flat key port: in"),
-    ("file", "kube_proxy_namespace: kp\n", {}, "write it under kube_proxy: as namespace:"),
-    ("env", "", {"LBHC_PORT": "1234"}, "LBHC_PORT is deprecated; set LBHC_HEALTH_CHECK_PORT"),
-    ("env", "", {"LBHC_LEADER_ELECT": "false"}, "set LBHC_LEADER_ELECTION_ENABLED instead"),
+    ("port: 1234\n", {}, "the flat key port: in", "health_check.port", 1234),
+    (
+        "kube_proxy_namespace: kp\n",
+        {},
+        "write it under kube_proxy: as namespace:",
+        "kube_proxy.namespace",
+        "kp",
+    ),
+    (
+        "",
+        {"LBHC_PORT": "1234"},
+        "LBHC_PORT is deprecated; set LBHC_HEALTH_CHECK_PORT",
+        "health_check.port",
+        1234,
+    ),
+    (
+        "",
+        {"LBHC_LEADER_ELECT": "false"},
+        "set LBHC_LEADER_ELECTION_ENABLED instead",
+        "leader_election.enabled",
+        False,
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("source", "content", "env", "warning"), OLD_SPELLINGS, ids=lambda v: str(v)[:24]
+    ("content", "env", "warning", "path", "value"), OLD_SPELLINGS, ids=lambda v: str(v)[:24]
 )
 def test_an_old_spelling_still_works_and_says_the_new_one(
-    source: str,
     content: str,
     env: dict[str, str],
     warning: str,
+    path: str,
+    value: object,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    path = write(tmp_path, content) if content else None
+    for name, text in env.items():
+        monkeypatch.setenv(name, text)
+    config = write(tmp_path, content) if content else None
     with caplog.at_level(logging.WARNING, logger="lbhc.settings"):
-        settings = load_settings(path, **REQUIRED)
+        settings = load_settings(config, **REQUIRED)
     assert [r.getMessage() for r in caplog.records if warning in r.getMessage()], caplog.text
     assert len(caplog.records) == 1
-    if "port" in content or "LBHC_PORT" in env:
-        assert settings.health_check.port == 1234
-    if "kube_proxy_namespace" in content:
-        assert settings.kube_proxy.namespace == "kp"
-    if "LBHC_LEADER_ELECT" in env:
-        assert settings.leader_election.enabled is False
+    group, field = path.split(".")
+    assert getattr(getattr(settings, group), field) == value
 
 
 def test_the_new_names_warn_of_nothing(
