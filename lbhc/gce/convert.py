@@ -46,6 +46,7 @@ def firewall_from_proto(fw: Any) -> Firewall:
         target_service_accounts=tuple(fw.target_service_accounts),
         disabled=bool(fw.disabled),
         self_link=fw.self_link,
+        denied=tuple(FirewallAllowed(d.I_p_protocol, tuple(d.ports)) for d in fw.denied),
     )
 
 

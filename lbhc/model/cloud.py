@@ -79,6 +79,9 @@ class Firewall:
     target_service_accounts: tuple[str, ...] = ()
     disabled: bool = False
     self_link: str = ""
+    # A deny rule's matches (lbhc never writes one; others' are read to judge what the
+    # network admits).
+    denied: tuple[FirewallAllowed, ...] = ()
 
 
 @dataclass(frozen=True)
