@@ -27,6 +27,9 @@ class GceClientConfig:
     # Where the VPC network and its firewall rules live: a Shared VPC's host project; "" is
     # `project` itself.
     network_project: str = ""
+    # The nodes' VPC network, a name or a path: its effective firewall says whether the
+    # health checkers reach them.
+    network: str = "default"
 
     @property
     def firewall_project(self) -> str:

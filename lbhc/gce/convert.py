@@ -11,6 +11,7 @@ from lbhc.model.cloud import (
     HttpHealthCheck,
     TargetPool,
 )
+from lbhc.model.firewall import EffectiveFirewall, FirewallPolicy, PolicyRule
 
 
 def health_check_from_json(body: dict[str, Any]) -> HttpHealthCheck:
@@ -88,4 +89,60 @@ def forwarding_rule_from_proto(rule: Any) -> ForwardingRule:
         description=rule.description,
         target=rule.target,
         ip_address=rule.I_p_address,
+    )
+
+
+def effective_firewall_from_proto(
+    network: str, response: Any, after_vpc: bool
+) -> EffectiveFirewall:
+    """networks.getEffectiveFirewalls' answer. Policies of type SYSTEM are left out: they are
+    Google's own, undocumented as to order."""
+    return EffectiveFirewall(
+        network=network,
+        rules=tuple(firewall_from_proto(fw) for fw in response.firewalls),
+        policies=tuple(
+            FirewallPolicy(
+                name=policy.name,
+                type=policy.type_,
+                rules=tuple(policy_rule_from_proto(rule) for rule in policy.rules),
+                short_name=policy.short_name or policy.display_name,
+            )
+            for policy in response.firewall_policys
+            if policy.type_ in ("HIERARCHY", "NETWORK")
+        ),
+        policy_after_vpc_rules=after_vpc,
+    )
+
+
+def policy_rule_from_proto(rule: Any) -> PolicyRule:
+    match = rule.match
+    other_sources = bool(
+        match.src_address_groups
+        or match.src_fqdns
+        or match.src_region_codes
+        or match.src_threat_intelligences
+        or match.src_networks
+        or match.src_network_type
+    )
+    other_destinations = bool(
+        match.dest_address_groups
+        or match.dest_fqdns
+        or match.dest_region_codes
+        or match.dest_threat_intelligences
+        or match.dest_network_type
+    )
+    return PolicyRule(
+        priority=rule.priority,
+        action=rule.action,
+        direction=rule.direction or "INGRESS",
+        disabled=bool(rule.disabled),
+        src_ip_ranges=tuple(match.src_ip_ranges),
+        dest_ip_ranges=tuple(match.dest_ip_ranges),
+        layer4=tuple(FirewallAllowed(c.ip_protocol, tuple(c.ports)) for c in match.layer4_configs),
+        target_resources=tuple(rule.target_resources),
+        target_service_accounts=tuple(rule.target_service_accounts),
+        other_sources=other_sources,
+        other_destinations=other_destinations,
+        target_secure_tags=bool(rule.target_secure_tags),
+        rule_name=rule.rule_name,
     )

@@ -25,6 +25,10 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     "remove_health_check": ("compute.targetPools.removeHealthCheck",),
     "list_forwarding_rules": ("compute.forwardingRules.list",),
     "get_health": ("compute.targetPools.get",),  # only `lbhc status --lb-health`
+    # Whether the health checkers reach the nodes: the network's effective firewall, and the
+    # order its network firewall policy is enforced in.
+    "get_effective_firewalls": ("compute.networks.getEffectiveFirewalls",),
+    "get_network": ("compute.networks.get",),
     "wait_global_operation": ("compute.globalOperations.get",),
     "wait_region_operation": ("compute.regionOperations.get",),
 }
@@ -37,6 +41,8 @@ def required_permissions() -> tuple[str, ...]:
 # With a Shared VPC (network_project), these calls go to the host project: the firewall rule
 # lives with the network, and its operations with it.
 HOST_PROJECT_CALLS = (
+    "get_effective_firewalls",
+    "get_network",
     "get_firewall",
     "insert_firewall",
     "update_firewall",

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lbhc.model.cluster import Node
+
+if TYPE_CHECKING:
+    from lbhc.model.firewall import EffectiveFirewall
 
 # Canonical prefix the Compute API uses in every selfLink, whatever endpoint served it.
 COMPUTE_URL_PREFIX = "https://www.googleapis.com/compute/v1/"
@@ -124,6 +128,12 @@ class CloudSnapshot:
     # Why lbhc's firewall could not be read (a 403 from a Shared VPC host project), "" if it
     # could: then whether it exists is unknown, and nothing relying on it may be attached.
     firewall_unreadable: str = ""
+    # The nodes' network's effective firewall (None: not read); why it could not be read.
+    effective_firewall: EffectiveFirewall | None = None
+    effective_firewall_unreadable: str = ""
+    # Check port -> how it is known the nodes answer it (GCE's getHealth calling instances
+    # HEALTHY in a pool whose probes are admitted): filled by the caller on request.
+    port_evidence: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:

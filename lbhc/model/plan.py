@@ -50,6 +50,9 @@ class FindingKind(StrEnum):
     GC_WAITING = "gc-waiting"
     # lbhc's firewall rule could not be read (a Shared VPC host project lbhc may not read).
     FIREWALL_UNREADABLE = "firewall-unreadable"
+    # The firewall drops a pool's health-check probes: its instances all read UNHEALTHY and
+    # the pool fails open (it drains nothing).
+    PROBES_BLOCKED = "probes-blocked"
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,9 @@ class Plan:
     # The gcloud command that makes lbhc's firewall, when lbhc needs it and may not (or
     # cannot yet tell whether it may) write it itself; "" otherwise.
     firewall_command: str = ""
+    # Pools whose getHealth can show that the nodes answer the check port (their probes are
+    # admitted): read by the caller when lbhc's firewall waits on that evidence.
+    evidence_wanted: tuple[str, ...] = ()
 
     @property
     def warnings(self) -> tuple[str, ...]:

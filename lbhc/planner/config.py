@@ -106,6 +106,9 @@ class PlannerConfig:
     # kube-proxy DaemonSets the readiness policy covers (namespace: kube_proxy_namespace):
     # those any alternative selects.
     readiness_selectors: tuple[Selector, ...] = KNOWN_KUBE_PROXY_SELECTORS
+    # Make lbhc's firewall for pools whose probes no rule admits (others' checks on the same
+    # port), given evidence that the nodes answer it; False: report only.
+    unblock_probes: bool = True
 
     @property
     def firewall_project(self) -> str:

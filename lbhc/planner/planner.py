@@ -28,10 +28,11 @@ from lbhc.planner.fallback import decide_fallback
 from lbhc.planner.kube_proxy import facts_by_node
 from lbhc.planner.ledger import TakeoverLedger
 from lbhc.planner.names import cluster_id_from_uid, is_valid_gce_name, shared_resource_name
+from lbhc.planner.pool_reach import ReachJudge, our_firewall_priority
 from lbhc.planner.pools import PoolContext, plan_pool_changes
+from lbhc.planner.probe_firewall import plan_probe_firewall
 from lbhc.planner.scope import scope_mismatch
 from lbhc.planner.shared import (
-    desired_firewall,
     firewall_command,
     is_owned,
     read_ledger,
@@ -163,12 +164,20 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         new_ledger,
         check_owned=check_owned,
         firewall_owned=firewall_owned,
+        firewall_priority=our_firewall_priority(cloud.effective_firewall),
     )
+    command = firewall_command(pair.want_firewall, config.firewall_project)
+    judge = ReachJudge(cloud, config, name, pair.want_firewall)
+    probes = plan_probe_firewall(
+        judge, pool_claims, coverage, cluster, cloud, config, command=command
+    )
+    findings.extend(probes.findings)
     shared = plan_shared(
         pair,
         wanted=wanted,
         may_add=fallback is None and cluster.versions_complete,
         still_attached=still_attached,
+        for_probes=probes.need if firewall_owned else None,
     )
     findings.extend(shared.findings)
     shared_changes, attach_ok = list(shared.changes), shared.attach_ok
@@ -185,11 +194,8 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         gaps += (f"scope: {mismatch.services} Service(s) not found in the configured scope",)
     out_of_scope = mismatch.services if mismatch else 0
     conflict = not (check_owned and firewall_owned)
-    needs_firewall = wanted and (cloud.firewall is None or bool(cloud.firewall_unreadable))
-    command = (
-        firewall_command(desired_firewall(name, cluster_id, config), config.firewall_project)
-        if needs_firewall
-        else ""
+    needs_firewall = (wanted or bool(probes.needing)) and (
+        cloud.firewall is None or bool(cloud.firewall_unreadable)
     )
     # An incomplete view may hide what still uses a resource: nothing is removed from it.
     withheld = tuple(c for c in ordered if gaps and c.action in DESTRUCTIVE_ACTIONS)
@@ -210,7 +216,8 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
         withheld,
         out_of_scope=out_of_scope,
         shared_conflict=conflict,
-        firewall_command=command,
+        firewall_command=command if needs_firewall else "",
+        evidence_wanted=probes.evidence_wanted,
     )
 
 

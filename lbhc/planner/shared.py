@@ -68,13 +68,17 @@ def desired_health_check(
     )
 
 
-def desired_firewall(name: str, cluster_id: str, config: PlannerConfig) -> Firewall:
+def desired_firewall(
+    name: str, cluster_id: str, config: PlannerConfig, priority: int = 1000
+) -> Firewall:
+    """`priority`: 1000, or the cloud provider's allow priority (999) where its per-LB deny
+    rules at 1000 would otherwise win the tie (planner/pool_reach.our_firewall_priority)."""
     return Firewall(
         name=name,
         network=network_url(config.firewall_project, config.network),
         description=ownership_description(cluster_id),
         direction="INGRESS",
-        priority=1000,
+        priority=priority,
         allowed=(FirewallAllowed("tcp", (str(config.port),)),),
         source_ranges=tuple(sorted(config.source_ranges)),
         target_tags=tuple(sorted(config.node_tags)),

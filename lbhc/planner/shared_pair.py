@@ -49,6 +49,7 @@ class SharedPair:
         *,
         check_owned: bool,
         firewall_owned: bool,
+        firewall_priority: int = 1000,
     ) -> SharedPair:
         return cls(
             name,
@@ -57,8 +58,19 @@ class SharedPair:
             check_owned,
             firewall_owned,
             desired_health_check(name, cluster_id, config, ledger),
-            desired_firewall(name, cluster_id, config),
+            desired_firewall(name, cluster_id, config, firewall_priority),
         )
+
+
+@dataclass(frozen=True)
+class FirewallNeed:
+    """Whether lbhc's firewall must stay when no pool needs lbhc's check: other owners'
+    pools whose probes only it admits (or whether any do is unknown), and whether it may be
+    created for them."""
+
+    keep: bool = False
+    may_create: bool = False
+    reason: str = ""  # why, for the plan
 
 
 @dataclass(frozen=True)
@@ -70,10 +82,25 @@ class Decision:
 
 
 def plan_shared(
-    pair: SharedPair, *, wanted: bool, may_add: bool, still_attached: tuple[str, ...]
+    pair: SharedPair,
+    *,
+    wanted: bool,
+    may_add: bool,
+    still_attached: tuple[str, ...],
+    for_probes: FirewallNeed | None = None,
 ) -> Decision:
+    probes = for_probes or FirewallNeed()
     if not wanted:
-        return collect_garbage(pair, still_attached)
+        garbage = collect_garbage(pair, still_attached, keep_firewall=probes.keep)
+        if not probes.keep:
+            return garbage
+        # The check may go; the firewall stays (repaired), or is made, for other pools.
+        firewall = decide_firewall(pair, may_add=probes.may_create, reason=probes.reason)
+        return Decision(
+            garbage.changes + firewall.changes,
+            garbage.findings + firewall.findings,
+            attach_ok=False,
+        )
     firewall = decide_firewall(pair, may_add=may_add)
     check = decide_check(pair, may_add=may_add)
     return Decision(
@@ -83,15 +110,20 @@ def plan_shared(
     )
 
 
-def collect_garbage(pair: SharedPair, still_attached: tuple[str, ...]) -> Decision:
+def collect_garbage(
+    pair: SharedPair, still_attached: tuple[str, ...], *, keep_firewall: bool = False
+) -> Decision:
     """No eligible pool needs lbhc's check. The check goes first; a firewall deleted while
     the check lives would make every node fail it (ingress-gce#1625). Pools lbhc may not
     detach (no Service of ours claims them; the cloud provider deletes those of deleted
-    Services) hold it back."""
+    Services) hold it back. `keep_firewall`: other pools' probes need it; the caller
+    decides its repair."""
     name, check, firewall = pair.name, pair.cloud.health_check, pair.cloud.firewall
     # A rule of ours someone widened is narrowed even while it awaits deletion: the delete
     # may be withheld (a partial view) or held back (below) for a long time.
     repairs: tuple[Change, ...] = ()
+    if keep_firewall:
+        firewall = None  # neither repaired nor deleted here
     if firewall is not None and pair.firewall_owned and same_network(firewall, pair.want_firewall):
         repairs = _firewall_repair(
             firewall, pair.want_firewall, "drifted from the desired rule; restored until deleted"
@@ -117,7 +149,7 @@ def collect_garbage(pair: SharedPair, still_attached: tuple[str, ...]) -> Decisi
     return Decision((*repairs, *deletes), attach_ok=False)
 
 
-def decide_firewall(pair: SharedPair, *, may_add: bool) -> Decision:
+def decide_firewall(pair: SharedPair, *, may_add: bool, reason: str = "") -> Decision:
     name, config, firewall, want = pair.name, pair.config, pair.cloud.firewall, pair.want_firewall
     if pair.cloud.firewall_unreadable:
         # It may not exist: a check attached now could fail closed.
@@ -133,8 +165,8 @@ def decide_firewall(pair: SharedPair, *, may_add: bool) -> Decision:
     if firewall is None:
         if not may_add:
             return Decision()
-        reason = f"lets Google's health checkers reach kube-proxy on tcp:{config.port}"
-        return Decision((_create(firewall_to_json(want), want, reason),))
+        why = reason or f"lets Google's health checkers reach kube-proxy on tcp:{config.port}"
+        return Decision((_create(firewall_to_json(want), want, why),))
     if not pair.firewall_owned:
         return Decision(attach_ok=False)  # a conflict, said once for the pair
     if not same_network(firewall, want):

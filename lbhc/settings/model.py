@@ -108,6 +108,7 @@ class Settings(BaseSettings):
             operation_timeout_sec=gce.operation_timeout_sec,
             request_timeout_sec=gce.request_timeout_sec,
             network_project=gce.network_project or "",
+            network=gce.network,
         )
 
 

@@ -5,17 +5,21 @@ lbhc's own), lbhc's firewall, and the CloudSnapshot the planner reads them as.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from lbhc.model.cloud import (
     CloudSnapshot,
     Firewall,
+    FirewallAllowed,
     ForwardingRule,
     HttpHealthCheck,
     TargetPool,
     http_health_check_url,
+    network_url,
     resource_path,
 )
+from lbhc.model.firewall import EffectiveFirewall, FirewallPolicy
 from lbhc.model.cluster import Service
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
@@ -111,6 +115,34 @@ def our_firewall(cfg: PlannerConfig | None = None, **overrides: Any) -> Firewall
     return Firewall(**{**firewall.__dict__, **overrides})
 
 
+NETWORK_URL = network_url(PROJECT, "default")
+HC_SOURCES = ("130.211.0.0/22", "35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22")
+
+
+def node_check_firewall(*, pinned_to: str = "", priority: int = 1000, **overrides: Any) -> Firewall:
+    """The cloud provider's node check firewall, k8s-<uid>-node-http-hc (cloud-provider-gcp
+    gce_loadbalancer_external.go ensureHTTPHealthCheckFirewall): pinned to one load
+    balancer's IP as upstream makes it, or unpinned as a cluster whose probes all get in."""
+    fields: dict[str, Any] = {
+        "name": f"k8s-{CLOUD_PROVIDER_UID}-node-http-hc",
+        "network": NETWORK_URL,
+        "priority": priority,
+        "allowed": (FirewallAllowed("tcp", ("10256",)),),
+        "source_ranges": HC_SOURCES,
+        "target_tags": ("gke-node",),
+        "destination_ranges": (pinned_to,) if pinned_to else (),
+    }
+    return Firewall(**{**fields, **overrides})
+
+
+def effective(*rules: Firewall, policies: tuple[FirewallPolicy, ...] = ()) -> EffectiveFirewall:
+    return EffectiveFirewall(NETWORK_URL, rules, policies)
+
+
+# What most tests need not think about: the health checkers reach every node on 10256.
+ADMITTING = effective(node_check_firewall())
+
+
 def cloud(
     *,
     check: HttpHealthCheck | None = None,
@@ -120,9 +152,17 @@ def cloud(
     gaps: tuple[str, ...] = (),
     checks: tuple[HttpHealthCheck, ...] = (),
     checks_complete: bool = True,
+    network_firewall: EffectiveFirewall | None = ADMITTING,
+    network_firewall_unreadable: str = "",
+    port_evidence: dict[int, str] | None = None,
 ) -> CloudSnapshot:
-    """`checks`: the project's other legacy checks, as listed (ours comes from `check`)."""
+    """`checks`: the project's other legacy checks, as listed (ours comes from `check`).
+    `network_firewall`: the network's effective firewall (lbhc's own `firewall` is added to
+    its rules, as GCE lists it there); None: not read."""
     listed = {resource_path(c.self_link): c for c in (*checks, *((check,) if check else ()))}
+    if network_firewall is not None and firewall is not None:
+        others = tuple(r for r in network_firewall.rules if r.name != firewall.name)
+        network_firewall = replace(network_firewall, rules=(*others, firewall))
     return CloudSnapshot(
         check,
         firewall,
@@ -131,4 +171,7 @@ def cloud(
         gaps,
         health_checks=listed,
         health_checks_complete=checks_complete,
+        effective_firewall=network_firewall,
+        effective_firewall_unreadable=network_firewall_unreadable,
+        port_evidence=port_evidence or {},
     )

@@ -1,0 +1,165 @@
+"""Per target pool: do its check's probes reach the nodes? And does a pool need lbhc's firewall
+for that? GCE sends a pool's probes to each forwarding rule's IP on the check's port
+(kubernetes/kubernetes#117723), so a pool is judged once per rule IP; pools that share a
+check port and the rules that decide form one class, evaluated once (firewall_reach).
+
+The cloud provider's node firewall, `k8s-<id>-node-http-hc`, is pinned to the IP of the first
+Cluster load balancer it ensures (cloud-provider-gcp providers/gce/
+gce_loadbalancer_external.go: ensureHTTPHealthCheckFirewall passes the IP to firewallObject,
+which sets destinationRanges; its drift check ignores them). Unless another rule admits
+them, every other pool's probes meet the implied deny, all its instances read UNHEALTHY and
+the pool fails open: it drains nothing. lbhc's own firewall has no destination ranges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from lbhc.model.cloud import CloudSnapshot, Firewall, ForwardingRule, network_url, resource_path
+from lbhc.model.firewall import EffectiveFirewall
+from lbhc.planner.claims import PoolClaim
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.coverage import PoolCoverage
+from lbhc.planner.firewall_reach import (
+    CLOUD_PROVIDER_ALLOW_PRIORITY,
+    Backends,
+    ProbeVerdict,
+    Reach,
+    ReachEvaluator,
+    cloud_provider_deny_rule,
+)
+
+_ORDER = (Reach.BLOCKED, Reach.PARTLY_BLOCKED, Reach.UNKNOWN, Reach.ADMITTED)
+
+
+@dataclass(frozen=True)
+class PoolReach:
+    """What the firewall does with one pool's probes, per forwarding-rule IP."""
+
+    verdicts: tuple[ProbeVerdict, ...] = ()
+    unknown: str = ""  # why it cannot be judged at all ("" when verdicts are given)
+
+    @property
+    def reach(self) -> Reach:
+        if self.unknown or not self.verdicts:
+            return Reach.UNKNOWN
+        found = {v.reach for v in self.verdicts}
+        return next(r for r in _ORDER if r in found)
+
+    @property
+    def blocked(self) -> bool:
+        return self.reach in (Reach.BLOCKED, Reach.PARTLY_BLOCKED)
+
+    @property
+    def fixable(self) -> bool:
+        return self.blocked and all(v.fixable for v in self.verdicts if v.blocked)
+
+    def explain(self) -> str:
+        if self.unknown:
+            return self.unknown
+        worst = next(v for v in self.verdicts if v.reach is self.reach)
+        return worst.explain()
+
+
+def backends_of(config: PlannerConfig) -> Backends:
+    """The nodes as the firewall sees them: the configured network and node tags (the
+    nodes' service accounts are not known to lbhc)."""
+    return Backends(network_url(config.firewall_project, config.network), config.node_tags)
+
+
+def rule_ips(pool_link: str, pool_name: str, rules: Iterable[ForwardingRule]) -> tuple[str, ...]:
+    """The IPs of the forwarding rules sending to the pool (by target; else the rule the
+    cloud provider names like it)."""
+    path = resource_path(pool_link) if pool_link else ""
+    ips = [r.ip_address for r in rules if path and r.target and resource_path(r.target) == path]
+    if not ips:
+        ips = [r.ip_address for r in rules if r.name == pool_name]
+    return tuple(sorted({ip for ip in ips if ip}))
+
+
+class ReachJudge:
+    """Evaluators per check port, over the firewall as it is, and as it would be with lbhc's
+    rule in place of what it is now (to know which pools need it)."""
+
+    def __init__(
+        self,
+        cloud: CloudSnapshot,
+        config: PlannerConfig,
+        ours: str,
+        planned: Firewall | None = None,
+    ) -> None:
+        """`ours`: the name of lbhc's firewall; `planned`: that rule as lbhc wants it."""
+        self._cloud, self._config, self._ours, self._planned = cloud, config, ours, planned
+        self._backends = backends_of(config)
+        self._actual: dict[int, ReachEvaluator] = {}
+        self._without: dict[int, ReachEvaluator] = {}
+        self._with: dict[int, ReachEvaluator] = {}
+        by_target: dict[str, list[ForwardingRule]] = {}
+        for rule in cloud.forwarding_rules:
+            by_target.setdefault(resource_path(rule.target) if rule.target else "", []).append(rule)
+        self._rules_by_target = by_target
+        self._by_name = {rule.name: rule for rule in cloud.forwarding_rules}
+
+    @property
+    def firewall(self) -> EffectiveFirewall | None:
+        return self._cloud.effective_firewall
+
+    def _evaluator(self, cache: dict[int, ReachEvaluator], port: int, which: str) -> ReachEvaluator:
+        found = cache.get(port)
+        if found is None:
+            firewall = self.firewall
+            assert firewall is not None
+            extra: tuple[Firewall, ...] = ()
+            if which != "actual":
+                rules = tuple(r for r in firewall.rules if r.name != self._ours)
+                firewall = EffectiveFirewall(
+                    firewall.network, rules, firewall.policies, firewall.policy_after_vpc_rules
+                )
+                extra = (self._planned,) if which == "with" and self._planned else ()
+            found = cache[port] = ReachEvaluator(
+                firewall, self._backends, port, self._config.source_ranges, extra
+            )
+        return found
+
+    def _ips(self, claim: PoolClaim) -> tuple[str, ...]:
+        pool = claim.pool
+        rules = (
+            self._rules_by_target.get(resource_path(pool.self_link), []) if pool.self_link else []
+        )
+        if not rules and pool.name in self._by_name:
+            rules = [self._by_name[pool.name]]
+        return rule_ips(pool.self_link, pool.name, rules)
+
+    def judge(self, claim: PoolClaim, port: int, which: str = "actual") -> PoolReach:
+        """`which`: "actual" (the firewall as read), "without" (lbhc's rule taken away) or
+        "with" (lbhc's rule as planned, in place of whatever it is now)."""
+        if self.firewall is None:
+            why = self._cloud.effective_firewall_unreadable or "not read"
+            return PoolReach(unknown=f"the network's effective firewall could not be read ({why})")
+        ips = self._ips(claim)
+        if not ips:
+            return PoolReach(unknown="no forwarding rule with an IP sends to it yet")
+        cache = {"actual": self._actual, "without": self._without, "with": self._with}[which]
+        evaluator = self._evaluator(cache, port, which)
+        return PoolReach(tuple(evaluator.verdict(ip) for ip in ips))
+
+
+def reach_by_pool(
+    judge: ReachJudge, pool_claims: Mapping[str, PoolClaim], coverage: Mapping[str, PoolCoverage]
+) -> dict[str, PoolReach]:
+    """Pool name -> reach, for every pool of this cluster carrying a readable check."""
+    found: dict[str, PoolReach] = {}
+    for name, claim in pool_claims.items():
+        check = coverage[name].check
+        if check is not None:
+            found[name] = judge.judge(claim, check.port)
+    return found
+
+
+def our_firewall_priority(firewall: EffectiveFirewall | None) -> int:
+    """The cloud provider's own allow priority, 999, when it runs with its per-LB deny rules
+    at 1000 (enableL4DenyFirewallRule; an allow at 1000 would lose the tie); else the
+    default 1000."""
+    if firewall is not None and any(cloud_provider_deny_rule(r) for r in firewall.rules):
+        return CLOUD_PROVIDER_ALLOW_PRIORITY
+    return 1000
