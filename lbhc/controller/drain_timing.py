@@ -15,13 +15,10 @@ from datetime import datetime
 
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
-from lbhc.planner.drain import DrainState
 from lbhc.planner.status import StatusReport
 
 log = logging.getLogger(__name__)
 DELETED_BEFORE_DRAINED = "DeletedBeforeDrained"
-# Not marked for deletion, or not in any load balancer's node set at all.
-_UNMARKED = frozenset({DrainState.SERVING, DrainState.EXCLUDED})
 
 
 @dataclass(frozen=True)
@@ -52,7 +49,10 @@ class DrainTimer:
             for name in [n for n in self._marked if n not in present]:
                 self._gone(name, self._marked.pop(name), now)
         for node in report.nodes:
-            if node.drain.state in _UNMARKED:
+            # Only a mark for deletion starts a window (an excluded node has none to time):
+            # a node GKE merely labelled for a drain is not-draining too, but nothing is
+            # removing it yet.
+            if not node.drain.marked_for_deletion:
                 self._marked.pop(node.node, None)  # never marked, or the mark taken back
                 continue
             known = self._marked.get(node.node)

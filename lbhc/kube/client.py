@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -617,10 +617,21 @@ def read_kube_system_uid(api: KubeApi) -> str | None:
         ) from exc
 
 
-# The cloud provider's cluster uid (kubernetes/cloud-provider-gcp providers/gce/
-# gce_clusterid.go: UIDConfigMapName, UIDNamespace, UIDCluster): its node check is
-# k8s-<uid>-node.
-INGRESS_UID_NAMESPACE, INGRESS_UID_NAME, INGRESS_UID_KEY = "kube-system", "ingress-uid", "uid"
+# The cloud provider's cluster id (kubernetes/cloud-provider-gcp providers/gce/
+# gce_clusterid.go: UIDConfigMapName, UIDNamespace, UIDCluster, UIDProvider): its node check
+# is k8s-<id>-node.
+INGRESS_UID_NAMESPACE, INGRESS_UID_NAME = "kube-system", "ingress-uid"
+INGRESS_UID_KEY, INGRESS_PROVIDER_UID_KEY = "uid", "provider-uid"
+
+
+def cloud_provider_cluster_id(data: Mapping[str, str]) -> str | None:
+    """The id the cloud provider names its node check after, read as gce_clusterid.go
+    ClusterID.GetID reads the ConfigMap: `provider-uid` when that key is present, else
+    `uid`; with no `uid` key at all GetID fails ("Could not retrieve cluster id") and no
+    load balancer is made, so there is no id. An empty id names no check: None too."""
+    if INGRESS_UID_KEY not in data:
+        return None
+    return data.get(INGRESS_PROVIDER_UID_KEY, data[INGRESS_UID_KEY]) or None
 
 
 def read_cloud_provider_uid(api: KubeApi) -> str | None:
@@ -629,7 +640,7 @@ def read_cloud_provider_uid(api: KubeApi) -> str | None:
     raw = api.read_config_map(INGRESS_UID_NAMESPACE, INGRESS_UID_NAME)
     if raw is None:
         return None
-    return ConfigMap.model_validate_json(raw).data.get(INGRESS_UID_KEY) or None
+    return cloud_provider_cluster_id(ConfigMap.model_validate_json(raw).data)
 
 
 def cloud_provider_uid_or_none(api: KubeApi) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from lbhc.kube.client import INGRESS_UID_KEY, INGRESS_UID_NAME, INGRESS_UID_NAMESPACE
+from lbhc.kube.client import INGRESS_UID_NAME, INGRESS_UID_NAMESPACE, cloud_provider_cluster_id
 from lbhc.kube.decode import PROJECTIONS, describe_validation_error, object_label
 from lbhc.model.cluster import (
     ClusterSnapshot,
@@ -95,7 +95,7 @@ def _ingress_uid(item: dict[str, Any]) -> str | None:
     meta = config_map.metadata
     if (meta.namespace, meta.name) != (INGRESS_UID_NAMESPACE, INGRESS_UID_NAME):
         return None
-    return config_map.data.get(INGRESS_UID_KEY) or None
+    return cloud_provider_cluster_id(config_map.data)
 
 
 def _load(text: str, source: str) -> Any:

@@ -344,8 +344,9 @@ class ClusterSnapshot:
     kube_proxy_daemonsets: tuple[DaemonSet, ...] = ()
     # Node name -> what the controller's active probe of its health port saw (optional).
     health_probes: Mapping[str, HealthProbe] = field(default_factory=dict)
-    # `data.uid` of ConfigMap kube-system/ingress-uid: the id in the cloud provider's own
-    # node check name, k8s-<uid>-node (None when absent or not read).
+    # The cloud provider's cluster id from ConfigMap kube-system/ingress-uid (`provider-uid`
+    # when present, else `uid`, as gce_clusterid.go GetID): the id in its own node check's
+    # name, k8s-<id>-node (None when absent or not read).
     cloud_provider_uid: str | None = None
 
     @property

@@ -28,9 +28,12 @@ from lbhc.planner.coverage import (
     probes_kube_proxy_healthz,
 )
 from lbhc.planner.nodes import (
+    GKE_DRAIN_OPERATION,
+    GKE_OPERATION_LABEL,
     TO_BE_DELETED_TAINT,
     is_being_deleted,
     is_excluded_from_load_balancers,
+    is_gke_drain_labelled,
 )
 
 _MAX_POOLS_IN_REASON = 3
@@ -42,7 +45,9 @@ class DrainState(StrEnum):
     # Some pools do, others keep sending: a pool without such a check, or a Local pool while
     # the node still has ready endpoints of its Service (those go as its Pods are evicted).
     PARTIALLY_DRAINING = "partially-draining"
-    NOT_DRAINING = "not-draining"  # marked for deletion, yet no pool will take it out
+    # Marked for deletion, yet no pool will take it out; or labelled for a GKE drain, which
+    # no pool follows at all.
+    NOT_DRAINING = "not-draining"
     NOT_APPLICABLE = "not-applicable"  # marked, but in no target pool: nothing to drain
     EXCLUDED = "excluded"
     UNKNOWN = "unknown"
@@ -111,6 +116,9 @@ class NodeDrain:
     # interval and thresholds); None when no pool drains it.
     bound_seconds: int | None = None
     not_draining: tuple[PoolDrainView, ...] = ()  # the pools that keep sending it traffic
+    # False for a node only labelled for a GKE drain (or not marked at all): it has no drain
+    # window to time, whatever its state.
+    marked_for_deletion: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -149,6 +157,8 @@ def node_drain(
     if is_excluded_from_load_balancers(node):
         return NodeDrain(DrainState.EXCLUDED, "labelled exclude-from-external-load-balancers")
     if not is_being_deleted(node):
+        if is_gke_drain_labelled(node):
+            return gke_drain(pools)
         return NodeDrain(DrainState.SERVING, "not marked for deletion")
     since = marked_at(node)
     if pools is None:
@@ -157,6 +167,7 @@ def node_drain(
             "marked for deletion; the target pools could not be read, so which hold it and "
             "what they carry is unknown",
             since,
+            marked_for_deletion=True,
         )
     if not pools:
         return NodeDrain(
@@ -164,6 +175,7 @@ def node_drain(
             "marked for deletion; it is in no target pool, so no network load balancer has "
             "connections to drain from it",
             since,
+            marked_for_deletion=True,
         )
     version = f"kube-proxy {facts.version.display()} (from {facts.source.value})"
     healthz = [p for p in pools if p.kind is PoolDrainKind.HEALTHZ]
@@ -176,6 +188,7 @@ def node_drain(
             DrainState.UNKNOWN,
             f"marked for deletion; whether {version} fails /healthz for it is unknown",
             since,
+            marked_for_deletion=True,
         )
     too_old = bool(healthz) and caps.serves_healthz is not False and not caps.drains_when_deleted
     draining = [] if too_old else healthz
@@ -190,6 +203,7 @@ def node_drain(
             f"marked for deletion and {how}: every target pool holding it drains it",
             since,
             bound,
+            marked_for_deletion=True,
         )
     # Local pools do not make up for a pool that never drains it: only they (with no other)
     # leave it partially drained rather than not at all.
@@ -205,6 +219,7 @@ def node_drain(
             "connections until it is gone",
             since,
             not_draining=(*stuck, *local),
+            marked_for_deletion=True,
         )
     others = (*stuck, *local)
     drained_by = (
@@ -216,6 +231,43 @@ def node_drain(
         since,
         bound,
         others,
+        marked_for_deletion=True,
+    )
+
+
+def gke_drain(pools: Sequence[PoolDrainView] | None) -> NodeDrain:
+    """A node GKE labelled for draining and nothing marked for deletion: the label makes
+    neither kube-proxy fail /healthz nor the service controller take it out of the pools
+    (see is_gke_drain_labelled), so every pool holding it, whatever check it carries, keeps
+    sending it new connections until it is tainted or deleted (a Local pool, once the
+    drain has evicted its endpoints)."""
+    label = f"labelled {GKE_OPERATION_LABEL}={GKE_DRAIN_OPERATION}: GKE is about to drain it"
+    if pools is None:
+        return NodeDrain(
+            DrainState.UNKNOWN,
+            f"{label}; the target pools could not be read, so whether any holds it (and keeps "
+            "sending it new connections, since none follows that label) is unknown",
+        )
+    if not pools:
+        return NodeDrain(
+            DrainState.NOT_APPLICABLE,
+            f"{label}; it is in no target pool, so no network load balancer has connections "
+            "to drain from it",
+        )
+    # A Local pool drains it as its endpoints go, which GKE's drain evicts; no other does.
+    local = tuple(p for p in pools if p.kind is PoolDrainKind.LOCAL)
+    if len(local) == len(pools):
+        return NodeDrain(
+            DrainState.PARTIALLY_DRAINING,
+            f"{label}; only externalTrafficPolicy Local pools hold it, and they stop sending "
+            "it new connections only once it has no ready endpoints of their Services",
+            not_draining=local,
+        )
+    return NodeDrain(
+        DrainState.NOT_DRAINING,
+        f"{label}, but kube-proxy and target pools ignore that label: "
+        f"{len(pools) - len(local)} target pool(s) holding it keep sending it new connections "
+        f"until it is tainted {TO_BE_DELETED_TAINT} or deleted",
     )
 
 

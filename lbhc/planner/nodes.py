@@ -6,6 +6,9 @@ from lbhc.model.cluster import Node
 
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 EXCLUDE_FROM_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
+# What GKE's control plane labels a node it is about to drain for an upgrade or resize
+# (kubernetes/ingress-gce pkg/utils/utils.go: GKECurrentOperationLabel, NodeDrain).
+GKE_OPERATION_LABEL, GKE_DRAIN_OPERATION = "operation.gke.io/type", "drain"
 
 
 def is_being_deleted(node: Node) -> bool:
@@ -14,6 +17,16 @@ def is_being_deleted(node: Node) -> bool:
     if node.metadata.deletion_timestamp:
         return True
     return any(taint.key == TO_BE_DELETED_TAINT for taint in node.spec.taints)
+
+
+def is_gke_drain_labelled(node: Node) -> bool:
+    """GKE is about to drain the node (ingress-gce's zone getter compares the value exactly,
+    pkg/utils/zonegetter/zone_getter.go). Nothing that feeds a target pool reads the label:
+    kube-proxy's /healthz fails only for the autoscaler's taint or a deletionTimestamp
+    (kubernetes pkg/proxy/healthcheck/proxy_health.go), and the service controller keeps the
+    node in the pools (k8s.io/cloud-provider controllers/service/controller.go,
+    stableNodeSetPredicates)."""
+    return node.metadata.labels.get(GKE_OPERATION_LABEL) == GKE_DRAIN_OPERATION
 
 
 # What Go's strconv.ParseBool reads as false; its true values and anything it cannot parse

@@ -10,7 +10,7 @@ from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
-from lbhc.planner.services import is_load_balancer
+from lbhc.planner.services import LEGACY_EXTERNAL_CLASS, is_load_balancer
 
 # Services the cloud provider gives no target pool (kubernetes/cloud-provider-gcp
 # providers/gce/gce_util.go, shouldProcessNetLB and usesL4RBS): backend-service network LBs,
@@ -18,7 +18,6 @@ from lbhc.planner.services import is_load_balancer
 # networking.gke.io/l4-regional-external: any class but the legacy one is another
 # controller's), and internal LBs.
 RBS_ANNOTATION = "cloud.google.com/l4-rbs"
-LEGACY_NETLB_CLASS = "networking.gke.io/l4-regional-external-legacy"
 INTERNAL_LB_ANNOTATIONS = (
     "networking.gke.io/load-balancer-type",
     "cloud.google.com/load-balancer-type",
@@ -30,8 +29,8 @@ def expects_target_pool(service: Service) -> bool:
     if not is_load_balancer(service):
         return False
     lb_class = service.spec.load_balancer_class
-    if lb_class is not None and lb_class != LEGACY_NETLB_CLASS:
-        return False
+    if lb_class is not None:  # the legacy class wins over any annotation (shouldProcessNetLB)
+        return lb_class == LEGACY_EXTERNAL_CLASS
     annotations = service.metadata.annotations
     if annotations.get(RBS_ANNOTATION) == "enabled":
         return False

@@ -7,6 +7,11 @@ from lbhc.planner.config import PlannerConfig
 
 LOAD_BALANCER = "LoadBalancer"
 CLUSTER_POLICY = "Cluster"
+# The class that selects the cloud provider's own target-pool network load balancer
+# (kubernetes/cloud-provider-gcp providers/gce/gce_annotations.go,
+# LegacyRegionalExternalLoadBalancerClass). Its internal twin,
+# LegacyRegionalInternalLoadBalancerClass, selects a backend-service internal LB: no pool.
+LEGACY_EXTERNAL_CLASS = "networking.gke.io/l4-regional-external-legacy"
 
 
 def is_load_balancer(service: Service) -> bool:
@@ -17,10 +22,22 @@ def uses_cluster_traffic_policy(service: Service) -> bool:
     return service.spec.external_traffic_policy == CLUSTER_POLICY
 
 
+def has_legacy_external_class(service: Service) -> bool:
+    """Asks the cloud provider itself for a target-pool LB: EnsureLoadBalancer skips a
+    Service with any other class (gce_loadbalancer.go), and ensureExternalLoadBalancer keeps
+    one with this class whatever its annotations say (gce_loadbalancer_external.go)."""
+    return service.spec.load_balancer_class == LEGACY_EXTERNAL_CLASS
+
+
 def is_handled_by_default_controller(service: Service, config: PlannerConfig) -> bool:
-    """A loadBalancerClass hands the LB to another controller unless it is one of ours."""
+    """A loadBalancerClass hands the LB to another controller unless it is one of ours or
+    the one that names the cloud provider's target-pool LB."""
     lb_class = service.spec.load_balancer_class
-    return lb_class is None or lb_class in config.load_balancer_classes
+    return (
+        lb_class is None
+        or has_legacy_external_class(service)
+        or lb_class in config.load_balancer_classes
+    )
 
 
 _TRUE = frozenset({"true", "yes", "1"})

@@ -468,12 +468,23 @@ def namespace(name: str, uid: str | None = None) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
 
 
-def ingress_uid_config_map(uid: str) -> Obj:
+def ingress_uid_config_map(uid: str, *tweaks: Tweak) -> Obj:
     """What the GCE cloud provider keeps on every cluster it runs (cloud-provider-gcp
-    providers/gce/gce_clusterid.go): data.uid names its node health check, k8s-<uid>-node."""
-    return {
+    providers/gce/gce_clusterid.go getOrInitialize: the same new id as `uid` and
+    `provider-uid`); GetID names its node health check after it, k8s-<id>-node."""
+    obj = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "ingress-uid", "namespace": "kube-system"},
         "data": {"uid": uid, "provider-uid": uid},
     }
+    return tweaked(obj, tweaks)
+
+
+def only_data(data: Mapping[str, str]) -> Tweak:
+    """Replaces a ConfigMap's data: a hand-edited or older ingress-uid, say."""
+
+    def tweak(obj: Obj) -> None:
+        obj["data"] = dict(data)
+
+    return tweak

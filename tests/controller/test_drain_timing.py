@@ -30,6 +30,8 @@ from tests.builders import (
 
 MARKED_AT = 1795306688  # the autoscaler's taint value, Unix seconds
 WEB = service("web")
+TAINTED = node("victim", taints=TO_BE_DELETED, taint_value=str(MARKED_AT))
+GKE_DRAIN = {"operation.gke.io/type": "drain"}
 
 
 def report(*nodes: Node, complete: bool = True, pools: bool = True) -> StatusReport:
@@ -52,13 +54,28 @@ class Case:
     warned: bool
     complete: bool = True
     pools: bool = True
+    victim: Node = TAINTED
+    windows: float = 1.0  # drain windows observed
 
 
 CASES = [
     Case("the autoscaler's 5 s default: gone long before the 32 s bound", 5, True),
     Case("a delay past the bound: drained in time", 40, False),
-    Case("missing from a partial list proves nothing", 5, False, complete=False),
+    Case("missing from a partial list proves nothing", 5, False, complete=False, windows=0),
     Case("in no target pool: nothing to drain, nothing to say", 5, False, pools=False),
+    Case(
+        "only labelled for a GKE drain: never marked, no window to time",
+        5,
+        False,
+        victim=node("victim", labels=GKE_DRAIN),
+        windows=0,
+    ),
+    Case(
+        "labelled for a GKE drain and tainted: timed from the taint as any marked node",
+        5,
+        True,
+        victim=node("victim", taints=TO_BE_DELETED, taint_value=str(MARKED_AT), labels=GKE_DRAIN),
+    ),
 ]
 
 
@@ -68,8 +85,7 @@ def test_a_node_gone_before_its_drain_bound_is_reported(case: Case) -> None:
     events: list[EventSpec] = []
     metrics = Metrics()
     timer = DrainTimer(metrics, events.append, clock=lambda: now[0])
-    victim = node("victim", taints=TO_BE_DELETED, taint_value=str(MARKED_AT))
-    timer.observe(report(victim, node("other"), pools=case.pools))
+    timer.observe(report(case.victim, node("other"), pools=case.pools))
     now[0] += case.gone_after
     timer.observe(report(node("other"), complete=case.complete, pools=case.pools))
 
@@ -82,14 +98,14 @@ def test_a_node_gone_before_its_drain_bound_is_reported(case: Case) -> None:
         assert event.regarding.name == "victim" and event.type == "Warning"
         assert "--node-delete-delay-after-taint=32s" in event.note
     observed = metrics.registry.get_sample_value("lbhc_node_drain_window_seconds_count")
-    assert observed == (0.0 if not case.complete else 1.0)
+    assert observed == case.windows
 
 
 def test_a_mark_taken_back_is_forgotten() -> None:
     now = [float(MARKED_AT)]
     events: list[EventSpec] = []
     timer = DrainTimer(Metrics(), events.append, clock=lambda: now[0])
-    timer.observe(report(node("victim", taints=TO_BE_DELETED, taint_value=str(MARKED_AT))))
+    timer.observe(report(TAINTED))
     timer.observe(report(node("victim")))  # the scale-down was aborted
     now[0] += 3
     timer.observe(report(node("other")))  # later deleted by someone else, unmarked

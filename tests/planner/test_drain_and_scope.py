@@ -42,6 +42,9 @@ OTHER_PORT = legacy_check("app-check", port=8080, request_path="/")
 WEB, API, LEGACY = service("web"), service("api"), service("legacy")
 LOCAL = service("local", policy="Local")
 TAINTED = node("victim", taints=TO_BE_DELETED, taint_value="1795306688")
+# GKE's mark on a node it is about to drain (kubernetes/ingress-gce pkg/utils/utils.go).
+GKE_DRAIN = {"operation.gke.io/type": "drain"}
+EXCLUDED = {"node.kubernetes.io/exclude-from-external-load-balancers": "true"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Case:
     victim: Node = TAINTED
     image: str = MODERN
     checks: tuple[HttpHealthCheck, ...] = (CP, OTHER_PORT)  # the project's, as listed
+    reason: str = ""  # a substring the reason must contain
 
 
 def on(svc: Service, *checks: object) -> object:
@@ -148,8 +152,58 @@ CASES = [
         victim=node(
             "victim",
             taints=TO_BE_DELETED,
-            labels={"node.kubernetes.io/exclude-from-external-load-balancers": "true"},
+            labels=EXCLUDED,
         ),
+    ),
+    Case(
+        "labelled for a GKE drain: even the /healthz check keeps sending it traffic",
+        (WEB, LEGACY),
+        (on(WEB, CP), on(LEGACY)),
+        DrainState.NOT_DRAINING,
+        victim=node("victim", labels=GKE_DRAIN),
+        reason="ignore that label: 2 target pool(s) holding it keep sending it new connections "
+        "until it is tainted ToBeDeletedByClusterAutoscaler or deleted",
+    ),
+    Case(
+        "labelled for a GKE drain, held only by Local pools: drained as endpoints go",
+        (LOCAL,),
+        (pool_for(LOCAL, health_checks=(check_url("alocal"),)),),
+        DrainState.PARTIALLY_DRAINING,
+        None,
+        (LOCAL,),
+        victim=node("victim", labels=GKE_DRAIN),
+        reason="operation.gke.io/type=drain",
+    ),
+    Case(
+        "labelled for a GKE drain, in no target pool: nothing to drain",
+        (),
+        (),
+        DrainState.NOT_APPLICABLE,
+        victim=node("victim", labels=GKE_DRAIN),
+        reason="GKE is about to drain it",
+    ),
+    Case(
+        "labelled for a GKE drain and tainted: judged as any node marked for deletion",
+        (WEB,),
+        (on(WEB, CP),),
+        DrainState.DRAINING,
+        32,
+        victim=node("victim", taints=TO_BE_DELETED, taint_value="1795306688", labels=GKE_DRAIN),
+        reason="marked for deletion",
+    ),
+    Case(
+        "labelled for a GKE drain and excluded from load balancers",
+        (WEB,),
+        (on(WEB, CP),),
+        DrainState.EXCLUDED,
+        victim=node("victim", labels={**GKE_DRAIN, **EXCLUDED}),
+    ),
+    Case(
+        "another value of the GKE operation label is not a drain",
+        (WEB,),
+        (on(WEB, CP),),
+        DrainState.SERVING,
+        victim=node("victim", labels={"operation.gke.io/type": "upgrade"}),
     ),
 ]
 
@@ -166,6 +220,7 @@ def test_drain_state_from_the_checks_each_pool_carries(case: Case) -> None:
     named = {p.pool for p in victim.drain.not_draining}
     assert named == {pool_for(s).name for s in case.not_draining}
     assert victim.to_json()["drain"]["state"] == case.state.value
+    assert case.reason in victim.drain.reason
 
 
 def test_wrong_scope_is_said_and_nothing_is_removed() -> None:
@@ -222,9 +277,12 @@ def test_a_node_on_the_cloud_providers_check_still_drains_when_checks_cannot_be_
     assert report.nodes[0].drain.bound_seconds == 32
 
 
-def test_a_marked_node_is_unknown_when_the_pools_cannot_be_read() -> None:
+@pytest.mark.parametrize(
+    "victim", [TAINTED, node("victim", labels=GKE_DRAIN)], ids=["marked", "gke-drain-label"]
+)
+def test_a_marked_node_is_unknown_when_the_pools_cannot_be_read(victim: Node) -> None:
     snapshot = cluster(
-        services=(WEB,), nodes=(TAINTED,), pods=(kube_proxy_pod("victim", image=MODERN),)
+        services=(WEB,), nodes=(victim,), pods=(kube_proxy_pod("victim", image=MODERN),)
     )
     world = dataclasses.replace(
         cloud(gaps=("target pools could not be listed: 503",)), pools_complete=False
