@@ -35,6 +35,9 @@ class Coverage(StrEnum):
     OTHER_CHECK = "other-check"  # a check that does not probe kube-proxy's /healthz
     LOCAL = "local"  # externalTrafficPolicy Local: its own per-Service check
     NO_POOL = "no-pool"  # no target pool (backend-service LB, internal, not provisioned yet)
+    # Shown for a pool whose check's probes the firewall drops, whatever the check: its
+    # instances all read UNHEALTHY and it fails open (planner/pool_reach).
+    PROBE_BLOCKED = "probe-blocked"
 
 
 # Coverage kinds whose check already drains a node being deleted, as lbhc's would.

@@ -35,6 +35,7 @@ from lbhc.planner.nodes import (
     is_excluded_from_load_balancers,
     is_gke_drain_labelled,
 )
+from lbhc.planner.pool_reach import PoolReach
 
 _MAX_POOLS_IN_REASON = 3
 
@@ -58,6 +59,12 @@ class PoolDrainKind(StrEnum):
     LOCAL = "local"  # a per-Service check: drains once the node has no ready endpoints
     NO_CHECK = "no-check"
     OTHER = "other"  # probes something that does not follow node deletion
+    # A kube-proxy /healthz check whose probes the firewall drops: every instance reads
+    # UNHEALTHY and the pool fails open, sending new connections to every node.
+    PROBE_BLOCKED = "probe-blocked"
+
+
+_NEVER_DRAIN = frozenset({PoolDrainKind.NO_CHECK, PoolDrainKind.OTHER, PoolDrainKind.PROBE_BLOCKED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +76,14 @@ class PoolDrainView:
     kind: PoolDrainKind
     check: str = ""  # what it carries, for humans
     bound_seconds: int | None = None  # with HEALTHZ: interval x (unhealthy threshold + 1)
+    blocked: str = ""  # with PROBE_BLOCKED: what the firewall does with its probes
 
     def why_not(self) -> str:
         """Why this pool keeps sending the node new connections (not for HEALTHZ)."""
         if self.kind is PoolDrainKind.NO_CHECK:
             return "no health check"
+        if self.kind is PoolDrainKind.PROBE_BLOCKED:
+            return f"{self.check}: {self.blocked}, so it fails open"
         if self.kind is PoolDrainKind.LOCAL:
             return "externalTrafficPolicy Local: drains it only once it has no ready endpoints"
         return f"{self.check} does not follow node deletion"
@@ -83,12 +93,26 @@ def pool_drain_views(
     pool_claims: Mapping[str, PoolClaim],
     coverage: Mapping[str, PoolCoverage],
     config: PlannerConfig,
+    reach: Mapping[str, PoolReach] | None = None,
 ) -> tuple[PoolDrainView, ...]:
-    """Every pool of this cluster's Services, eligible for lbhc or not: a node is in all."""
+    """Every pool of this cluster's Services, eligible for lbhc or not: a node is in all.
+    `reach`: what the firewall does with each pool's probes (planner/pool_reach)."""
     views = []
+    reach = reach or {}
     for name in sorted(pool_claims):
         cover, service = coverage[name], pool_claims[name].service.key
-        if cover.kind is Coverage.LOCAL:
+        probes = reach.get(name)
+        if probes is not None and probes.blocked and cover.kind is not Coverage.LOCAL:
+            views.append(
+                PoolDrainView(
+                    name,
+                    service,
+                    PoolDrainKind.PROBE_BLOCKED,
+                    cover.check_name,
+                    blocked=probes.explain(),
+                )
+            )
+        elif cover.kind is Coverage.LOCAL:
             views.append(PoolDrainView(name, service, PoolDrainKind.LOCAL, cover.check_name))
         elif cover.kind is Coverage.NONE:
             views.append(PoolDrainView(name, service, PoolDrainKind.NO_CHECK))
@@ -193,7 +217,7 @@ def node_drain(
     too_old = bool(healthz) and caps.serves_healthz is not False and not caps.drains_when_deleted
     draining = [] if too_old else healthz
     # Pools that will not take it out; Local pools do, but only as its endpoints go.
-    stuck = [p for p in pools if p.kind in (PoolDrainKind.NO_CHECK, PoolDrainKind.OTHER)]
+    stuck = [p for p in pools if p.kind in _NEVER_DRAIN]
     stuck += healthz if too_old else []
     local = [p for p in pools if p.kind is PoolDrainKind.LOCAL]
     bound = max((p.bound_seconds or 0 for p in draining), default=0) or None
@@ -211,7 +235,7 @@ def node_drain(
         why = (
             f"{version} is too old to fail /healthz for it"
             if too_old
-            else f"no target pool holding it carries a kube-proxy /healthz check ({_listed(stuck)})"
+            else f"no target pool holding it can drain it ({_listed(stuck)})"
         )
         return NodeDrain(
             DrainState.NOT_DRAINING,

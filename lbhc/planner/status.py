@@ -23,6 +23,7 @@ from lbhc.planner.drain import DrainState, NodeDrain, node_drain, pool_drain_vie
 from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node, kube_proxy_selector
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
 from lbhc.planner.planner import shared_name
+from lbhc.planner.pool_reach import PoolReach, ReachJudge, reach_by_pool
 from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
 from lbhc.planner.services import is_load_balancer
 from lbhc.planner.shared import read_ledger
@@ -47,6 +48,10 @@ class ServiceStatus:
     check: str  # the check's name ("" for none)
     lbhc: LbhcCheckState
     reason: str
+    # What the firewall does with the check's probes (admitted, blocked, partly-blocked,
+    # unknown; "" with no check), and why.
+    probe_reach: str = ""
+    probe_reach_reason: str = ""
 
     def to_json(self) -> dict[str, str]:
         return {
@@ -57,6 +62,8 @@ class ServiceStatus:
             "checkName": self.check,
             "healthCheck": self.lbhc.value,
             "reason": self.reason,
+            "probeReach": self.probe_reach,
+            "probeReachReason": self.probe_reach_reason,
         }
 
 
@@ -133,7 +140,8 @@ def assess(
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
     pool_claims = match_pools(cluster.services, pools, rules, config, [])
     coverage = coverage_by_pool(pool_claims, cloud, url, cluster.cloud_provider_uid, config)
-    views = pool_drain_views(pool_claims, coverage, config) if cloud.pools_complete else None
+    reach = reach_by_pool(ReachJudge(cloud, config, name), pool_claims, coverage)
+    views = pool_drain_views(pool_claims, coverage, config, reach) if cloud.pools_complete else None
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     selected = kube_proxy_selector(cluster.kube_proxy_pods, config)
@@ -150,7 +158,7 @@ def assess(
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)
     )
-    services = _ServiceJudge(cloud, config, plan, pool_claims, coverage, url)
+    services = _ServiceJudge(cloud, config, plan, pool_claims, coverage, url, reach)
     return StatusReport(
         health_check=name,
         services=tuple(
@@ -182,8 +190,10 @@ class _ServiceJudge:
         pool_claims: Mapping[str, PoolClaim],
         coverage: Mapping[str, PoolCoverage],
         url: str,
+        reach: Mapping[str, PoolReach],
     ) -> None:
         self._config, self._plan, self._coverage = config, plan, coverage
+        self._reach = reach
         self._claims = {claim.service.key: claim for claim in pool_claims.values()}
         self._pending = {c.name for c in plan.changes if c.action is Action.ATTACH}
         self._ledger = read_ledger(cloud.health_check)
@@ -199,7 +209,29 @@ class _ServiceJudge:
             )
         pool, cover = claim.pool.name, self._coverage[claim.pool.name]
         state, why = self._judge(claim, cover)
-        return ServiceStatus(service.key, policy, pool, cover.kind, cover.check_name, state, why)
+        probes = self._reach.get(pool)
+        if probes is None:
+            return ServiceStatus(
+                service.key, policy, pool, cover.kind, cover.check_name, state, why
+            )
+        shown = cover.kind
+        if probes.blocked:
+            shown = Coverage.PROBE_BLOCKED
+            why = (
+                f"{why}; but {probes.explain()}: its instances read UNHEALTHY and the pool "
+                "fails open"
+            )
+        return ServiceStatus(
+            service.key,
+            policy,
+            pool,
+            shown,
+            cover.check_name,
+            state,
+            why,
+            probes.reach.value,
+            probes.explain(),
+        )
 
     def _judge(self, claim: PoolClaim, cover: PoolCoverage) -> tuple[LbhcCheckState, str]:
         pool = claim.pool.name
