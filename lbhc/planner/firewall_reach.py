@@ -1,8 +1,8 @@
 """Do Google's health checkers reach the nodes? Judged from the network's effective firewall,
 as GCE evaluates it for a passthrough load balancer's probes.
 
-GCE sends those probes to the forwarding rule's IP on the check's port (kubernetes/kubernetes
-#117723), from the health checkers' ranges, and they must be admitted as INGRESS to the
+GCE sends those probes to the forwarding rule's IP on the check's port
+(kubernetes/kubernetes#117723), from the health checkers' ranges, and they must be admitted as INGRESS to the
 backend VMs (Google Cloud, "Health check firewall rules"; "VPC firewall rules": targets by
 network tag or service account, `destinationRanges`, protocol and ports, lowest priority
 number first, a deny wins a tie, and no match is the implied deny ingress). Firewall policies

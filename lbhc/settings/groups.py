@@ -140,6 +140,9 @@ class HealthCheckSettings(Group):
     unhealthy_threshold: int = Field(default=3, ge=1, le=10)
     raise_only_timings: bool = False
     mode: HealthCheckMode = HealthCheckMode.COEXIST
+    # Make lbhc's firewall for other owners' pools whose probes no rule admits (given
+    # evidence the nodes answer the port); false: report them only.
+    unblock_probes: bool = True
 
     @field_validator("cluster_id")
     @classmethod

@@ -82,6 +82,7 @@ class Settings(BaseSettings):
             load_balancer_classes=tuple(self.services.load_balancer_classes),
             opt_out_annotation=self.services.opt_out_annotation,
             health_check_mode=check.mode,
+            unblock_probes=check.unblock_probes,
             unknown_version_policy=kube_proxy.unknown_version_policy,
             kube_proxy_namespace=kube_proxy.namespace,
             kube_proxy_selectors=selector_alternatives(kube_proxy.selector),

@@ -99,6 +99,7 @@ SETTING_NAMES: tuple[SettingName, ...] = (
         "unhealthy_threshold",
         "raise_only_timings",
         ("mode", "health_check_mode"),
+        "unblock_probes",
         flags=_FLAGS,
     ),
     *_group("services", "load_balancer_classes", "opt_out_annotation"),

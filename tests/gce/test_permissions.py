@@ -8,9 +8,14 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.permissions import PERMISSIONS_BY_CALL, required_permissions
 
 # Composite methods that make no call of their own (they call the methods listed).
-COMPOSITE = {"read_snapshot"}
+COMPOSITE = {"read_snapshot", "read_effective_firewall"}
 # Calls made inside other methods rather than as public methods.
-INTERNAL = {"wait_global_operation", "wait_region_operation"}
+INTERNAL = {
+    "wait_global_operation",
+    "wait_region_operation",
+    "get_network",
+    "get_effective_firewalls",
+}
 
 
 def test_every_gce_call_declares_its_permissions() -> None:
