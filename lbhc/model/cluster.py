@@ -347,6 +347,9 @@ class ClusterSnapshot:
     # `data.uid` of ConfigMap kube-system/ingress-uid: the id in the cloud provider's own
     # node check name, k8s-<uid>-node (None when absent or not read).
     cloud_provider_uid: str | None = None
+    # The name of a DaemonSet in kube-system known to replace kube-proxy (`cilium`, `anetd`),
+    # when one exists (lbhc/planner/replacement.py); None when none was found or not read.
+    kube_proxy_replacement: str | None = None
 
     @property
     def complete(self) -> bool:

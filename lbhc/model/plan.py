@@ -50,6 +50,8 @@ class FindingKind(StrEnum):
     GC_WAITING = "gc-waiting"
     # lbhc's firewall rule could not be read (a Shared VPC host project lbhc may not read).
     FIREWALL_UNREADABLE = "firewall-unreadable"
+    # No kube-proxy Pods, and a known replacement (Cilium, GKE Dataplane V2) runs instead.
+    KUBE_PROXY_REPLACED = "kube-proxy-replaced"
 
 
 @dataclass(frozen=True)

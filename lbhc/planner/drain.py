@@ -32,6 +32,7 @@ from lbhc.planner.nodes import (
     is_being_deleted,
     is_excluded_from_load_balancers,
 )
+from lbhc.planner.versions import VersionSource
 
 _MAX_POOLS_IN_REASON = 3
 
@@ -111,11 +112,15 @@ class NodeDrain:
     # interval and thresholds); None when no pool drains it.
     bound_seconds: int | None = None
     not_draining: tuple[PoolDrainView, ...] = ()  # the pools that keep sending it traffic
+    # UNKNOWN only because kube-proxy is replaced by this (a DaemonSet's name): one
+    # cluster-level alert says so, not one per node.
+    replaced_by: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "state": self.state.value,
             "reason": self.reason,
+            "unknownBecauseReplacedBy": self.replaced_by,
             "markedAt": self.marked_at,
             "boundSeconds": self.bound_seconds,
             "poolsNotDraining": [
@@ -165,18 +170,27 @@ def node_drain(
             "connections to drain from it",
             since,
         )
-    version = f"kube-proxy {facts.version.display()} (from {facts.source.value})"
+    replaced = facts.source is VersionSource.REPLACEMENT
+    version = (
+        f"kube-proxy {facts.version.display()}"
+        if replaced
+        else f"kube-proxy {facts.version.display()} (from {facts.source.value})"
+    )
     healthz = [p for p in pools if p.kind is PoolDrainKind.HEALTHZ]
     caps = facts.capabilities
     how = f"{version} fails /healthz"
     if healthz and caps.serves_healthz is False:
         how = f"{version} cannot answer /healthz at all"  # fallback policy `never`
     elif healthz and caps.drains_when_deleted is None:
+        why = f": {facts.drain_reason}" if replaced and facts.drain_reason else ""
         return NodeDrain(
             DrainState.UNKNOWN,
-            f"marked for deletion; whether {version} fails /healthz for it is unknown",
+            f"marked for deletion; whether {version} fails /healthz for it is unknown{why}",
             since,
+            replaced_by=facts.replacement,
         )
+    elif replaced and facts.drain_reason:
+        how = f"{how} ({facts.drain_reason})"
     too_old = bool(healthz) and caps.serves_healthz is not False and not caps.drains_when_deleted
     draining = [] if too_old else healthz
     # Pools that will not take it out; Local pools do, but only as its endpoints go.
@@ -195,7 +209,9 @@ def node_drain(
     # leave it partially drained rather than not at all.
     if too_old or (stuck and not draining):
         why = (
-            f"{version} is too old to fail /healthz for it"
+            f"{version} does not fail /healthz for it: {facts.drain_reason}"
+            if too_old and replaced
+            else f"{version} is too old to fail /healthz for it"
             if too_old
             else f"no target pool holding it carries a kube-proxy /healthz check ({_listed(stuck)})"
         )
