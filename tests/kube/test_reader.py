@@ -24,6 +24,7 @@ from tests.builders.kube import (
     namespace,
     node,
     pod,
+    replacement_daemonset,
     service,
 )
 from tests.kube_fixtures import seed
@@ -123,6 +124,35 @@ def test_kube_proxy_pods_by_namespace_and_selector(
 
 def test_kube_system_uid(kube_fake: KubeFake, reader: KubeReader) -> None:
     assert reader.read_snapshot().kube_system_uid == KUBE_SYSTEM_UID
+
+
+@pytest.mark.parametrize(
+    ("daemonsets", "expected"),
+    [
+        ((), None),
+        ((replacement_daemonset("cilium"),), "cilium"),
+        ((replacement_daemonset("anetd"),), "anetd"),
+        ((replacement_daemonset("cilium"), replacement_daemonset("anetd")), "anetd"),
+        ((replacement_daemonset("cilium", namespace="cilium-system"),), None),
+        ((replacement_daemonset("calico-node"),), None),
+    ],
+    ids=["none", "cilium", "anetd", "anetd-first", "other-namespace", "not-known"],
+)
+def test_a_kube_proxy_replacement_is_found_by_name_in_kube_system(
+    kube_fake: KubeFake,
+    reader: KubeReader,
+    daemonsets: tuple[dict[str, Any], ...],
+    expected: str | None,
+) -> None:
+    seed(kube_fake, *daemonsets)
+    assert reader.read_snapshot().kube_proxy_replacement == expected
+    asked = [
+        e.query.get("fieldSelector")
+        for e in kube_fake.journal
+        if e.path == "/apis/apps/v1/namespaces/kube-system/daemonsets"
+        and "fieldSelector" in e.query
+    ]
+    assert set(asked) <= {"metadata.name=anetd", "metadata.name=cilium"} and asked
 
 
 def test_unreadable_kube_system_namespace_is_an_error_naming_the_fix(
