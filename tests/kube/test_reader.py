@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -391,3 +392,22 @@ def test_an_unreachable_server_gets_no_rbac_hint_a_refusal_does(kube_fake: KubeF
     assert "connection refused" in str(unreachable.value)
     assert "allow" not in str(unreachable.value) and "rbac" not in str(unreachable.value)
     assert "or set --cluster-id" in str(unreachable.value)
+
+
+@pytest.mark.parametrize(
+    ("daemonsets", "expected"),
+    [
+        ((), None),
+        ((replacement_daemonset("cilium"),), "cilium"),
+        ((replacement_daemonset("cilium"), replacement_daemonset("anetd")), "anetd"),
+        ((replacement_daemonset("anetd", namespace="default"),), None),
+    ],
+    ids=["none", "cilium", "anetd-first", "other-namespace"],
+)
+def test_a_snapshot_dump_names_the_replacement_as_the_live_read_does(
+    daemonsets: tuple[dict[str, Any], ...], expected: str | None
+) -> None:
+    from lbhc.kube.snapshot_file import parse_cluster_snapshot
+
+    dump = {"apiVersion": "v1", "kind": "List", "items": [node("n1"), *daemonsets]}
+    assert parse_cluster_snapshot(json.dumps(dump)).kube_proxy_replacement == expected
