@@ -57,3 +57,10 @@ def test_every_dashboard_query_uses_exported_metrics() -> None:
         for target in panel["targets"]:
             used = set(re.findall(r"\blbhc_[a-z_]+", target["expr"]))
             assert used and used <= exported, f"{panel['title']}: {used - exported}"
+
+
+def test_a_replacement_alerts_once_for_the_cluster_not_per_node() -> None:
+    by_name = {rule["alert"]: rule for rule in rules()}
+    assert by_name["KubeProxyReplaced"]["labels"]["severity"] == "info"
+    assert "lbhc_kube_proxy_replacement" in by_name["KubeProxyReplaced"]["expr"]
+    assert "lbhc_node_drain_unknown_replaced" in by_name["NodeDrainStateUnknown"]["expr"]

@@ -206,6 +206,8 @@ def render_status_text(
         + (
             f"(Pods selected by {report.kube_proxy_selector})"
             if report.kube_proxy_selector
+            else "(none to select)"
+            if report.kube_proxy_replacement
             else "(no kube-proxy Pods found: set kube_proxy.selector)"
         ),
         f"Nodes: {drains or 'none'}",

@@ -32,6 +32,7 @@ from lbhc.kube.client import (
     describe_kube_error,
     make_api_client,
     read_cloud_provider_uid,
+    read_kube_proxy_replacement,
     read_kube_system_uid,
 )
 from lbhc.planner.config import ReadinessPolicy
@@ -232,6 +233,11 @@ class ControllerApp:
                 cloud_provider_uid=CachedIngressUid(
                     functools.partial(read_cloud_provider_uid, self.api),
                     refresh_sec=self.options.resync_period,
+                ).get,
+                kube_proxy_replacement=CachedIngressUid(
+                    functools.partial(read_kube_proxy_replacement, self.api),
+                    refresh_sec=self.options.resync_period,
+                    what="DaemonSets cilium and anetd in kube-system",
                 ).get,
             )
             self.reflectors = [

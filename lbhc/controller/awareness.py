@@ -46,9 +46,11 @@ class KubeProxyReporter:
             self._metrics.kube_proxy_pods,
             self._metrics.kube_proxy_condition,
             self._metrics.readiness_findings,
+            self._metrics.kube_proxy_replacement,
         ):
             gauge.clear()
         self._metrics.fallback_nodes.set(0)
+        self._metrics.node_drain_unknown_replaced.set(0)
         self._metrics.out_of_scope.set(0)
         self._drain, self._healthy, self._findings = {}, None, set()
         self._timer.reset()
@@ -67,6 +69,10 @@ class KubeProxyReporter:
         m.out_of_scope.set(report.out_of_scope)
         for state, count in report.drain_counts().items():
             m.node_drain.labels(state).set(count)
+        m.node_drain_unknown_replaced.set(sum(1 for n in report.nodes if n.drain.replaced_by))
+        m.kube_proxy_replacement.clear()  # one series: the replacement found on this pass
+        if report.kube_proxy_replacement:
+            m.kube_proxy_replacement.labels(report.kube_proxy_replacement).set(1)
         for state, count in report.kube_proxy.counts().items():
             m.kube_proxy_pods.labels(state).set(count)
         condition = {True: "True", False: "False", None: "Unknown"}[report.kube_proxy.healthy]
@@ -86,6 +92,8 @@ class KubeProxyReporter:
             if event is None or self._drain.get(node.node) is state:
                 continue
             reason, type_ = event
+            if node.drain.replaced_by:  # said once for the cluster (KubeProxyReplaced)
+                type_ = "Normal"
             self._record(
                 EventSpec(ObjectRef("Node", node.node), reason, "Drain", node.drain.reason, type_)
             )

@@ -73,6 +73,7 @@ class Controller:
         enforcer: ReadinessEnforcer | None = None,
         prober: NodeProber | None = None,
         cloud_provider_uid: Callable[[], str | None] | None = None,
+        kube_proxy_replacement: Callable[[], str | None] | None = None,
     ) -> None:
         self._config = config
         self._cache = cache
@@ -86,6 +87,7 @@ class Controller:
         self._prober = prober
         self._enforcer = enforcer
         self._cloud_provider_uid = cloud_provider_uid
+        self._kube_proxy_replacement = kube_proxy_replacement
         self._reporter = KubeProxyReporter(metrics, self._record, lease)
         self._fail_open = FailOpenWatch(
             gce, config, metrics, self._record, lease, options.lb_health_sample_sec
@@ -150,6 +152,9 @@ class Controller:
         cluster = self._cache.snapshot()
         if self._cloud_provider_uid is not None:
             cluster = dataclasses.replace(cluster, cloud_provider_uid=self._cloud_provider_uid())
+        if self._kube_proxy_replacement is not None:
+            replacement = self._kube_proxy_replacement()
+            cluster = dataclasses.replace(cluster, kube_proxy_replacement=replacement)
         if self._prober is not None:
             cluster = self._with_probes(cluster, self._prober)
         the_plan = make_plan(cluster, cloud, self._config)

@@ -1,6 +1,7 @@
 """The cloud provider's cluster uid for the controller: read once, then again every refresh
 period (it changes only if someone recreates the ConfigMap), keeping the last value when a
-read fails so one API hiccup does not relabel every pool's check."""
+read fails so one API hiccup does not relabel every pool's check. The kube-proxy replacement
+(a DaemonSet looked for by name) is read the same way."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ class CachedIngressUid:
         read: Callable[[], str | None],
         refresh_sec: float,
         clock: Callable[[], float] = time.monotonic,
+        what: str = "ConfigMap kube-system/ingress-uid",
     ) -> None:
         self._read = read
+        self._what = what
         self._refresh_sec = refresh_sec
         self._clock = clock
         self._value: str | None = None
@@ -33,9 +36,7 @@ class CachedIngressUid:
         try:
             self._value = self._read()
         except Exception as exc:  # keep the last value; try again next pass
-            log.warning(
-                "cannot read ConfigMap kube-system/ingress-uid (%s)", describe_kube_error(exc)
-            )
+            log.warning("cannot read %s (%s)", self._what, describe_kube_error(exc))
             return self._value
         self._read_at = now
         return self._value

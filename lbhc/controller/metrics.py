@@ -148,6 +148,21 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.node_drain_unknown_replaced = Gauge(
+            "node_drain_unknown_replaced",
+            "Nodes whose drain state is unknown only because kube-proxy is replaced by something "
+            "whose behaviour on the health port is not published (GKE Dataplane V2's anetd)",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.kube_proxy_replacement = Gauge(
+            "kube_proxy_replacement",
+            "1 for the DaemonSet replacing kube-proxy (cilium, anetd) when no kube-proxy Pod is "
+            "found",
+            ["name"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.deleted_before_drained = Counter(
             "nodes_deleted_before_drained_total",
             "Nodes gone before their load balancers' drain bound elapsed since they were marked "

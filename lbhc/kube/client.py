@@ -31,6 +31,7 @@ from lbhc.kube.decode import (
     describe_validation_error,
 )
 from lbhc.model.cluster import ClusterSnapshot, ConfigMap, DaemonSet, Namespace
+from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
 
 if TYPE_CHECKING:
     from lbhc.kube.cache import ClusterCache
@@ -372,6 +373,18 @@ class KubeApi:
         )
         return WatchStream(response)
 
+    def daemonset_exists(self, namespace: str, name: str) -> bool:
+        """A `list` field-selected by name (one item at most), not a `get`: lbhc's Role may
+        already list DaemonSets in kube-system, and a missing one is no error."""
+        response = self._apps.list_namespaced_daemon_set(
+            namespace,
+            field_selector=f"metadata.name={name}",
+            limit=1,
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+        return bool(json.loads(_data(response) or b"{}").get("items"))
+
     def read_namespace(self, name: str) -> bytes:
         return _data(
             self._core.read_namespace(name, _preload_content=False, _request_timeout=self._timeout)
@@ -501,7 +514,9 @@ class KubeReader:
         cache.replace(Resource.KUBE_PROXY_DAEMONSETS, self._daemonsets())
         snapshot = cache.snapshot()
         return dataclasses.replace(
-            snapshot, cloud_provider_uid=cloud_provider_uid_or_none(self._api)
+            snapshot,
+            cloud_provider_uid=cloud_provider_uid_or_none(self._api),
+            kube_proxy_replacement=kube_proxy_replacement_or_none(self._api),
         )
 
     def _daemonsets(self) -> tuple[DaemonSet, ...]:
@@ -657,6 +672,32 @@ def cloud_provider_uid_or_none(api: KubeApi) -> str | None:
             INGRESS_UID_NAME,
             describe_kube_error(exc),
             "; allow `get` on it (deploy/base/rbac.yaml)" if forbidden else "",
+        )
+        return None
+
+
+def read_kube_proxy_replacement(api: KubeApi) -> str | None:
+    """The first known kube-proxy replacement DaemonSet in kube-system (`anetd`, `cilium`:
+    lbhc/planner/replacement.py), None when there is none; raises when it cannot be read."""
+    for name in KNOWN_REPLACEMENT_NAMES:
+        if api.daemonset_exists(REPLACEMENT_NAMESPACE, name):
+            return name
+    return None
+
+
+def kube_proxy_replacement_or_none(api: KubeApi) -> str | None:
+    """Unreadable is not fatal: lbhc then judges nodes without kube-proxy as before (the
+    kubelet's hint, the fallback policies), so the failure is logged."""
+    try:
+        return read_kube_proxy_replacement(api)
+    except Exception as exc:
+        forbidden = status_of(exc) in (401, 403)
+        log.warning(
+            "cannot look for a kube-proxy replacement (DaemonSets %s in %s: %s)%s",
+            ", ".join(KNOWN_REPLACEMENT_NAMES),
+            REPLACEMENT_NAMESPACE,
+            describe_kube_error(exc),
+            "; allow `list` on daemonsets there (deploy/base/rbac-read.yaml)" if forbidden else "",
         )
         return None
 

@@ -20,6 +20,7 @@ from lbhc.model.cluster import (
     Pod,
     Service,
 )
+from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
 from lbhc.textfile import read_utf8
 
 EXPECTED = (
@@ -83,7 +84,16 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
         (gap,),
         kube_proxy_daemonsets=tuple(daemonsets),
         cloud_provider_uid=cloud_provider_uid,
+        kube_proxy_replacement=_replacement(daemonsets),
     )
+
+
+def _replacement(daemonsets: list[DaemonSet]) -> str | None:
+    """As the live read: the first known replacement DaemonSet in kube-system."""
+    present = {
+        ds.metadata.name for ds in daemonsets if ds.metadata.namespace == REPLACEMENT_NAMESPACE
+    }
+    return next((name for name in KNOWN_REPLACEMENT_NAMES if name in present), None)
 
 
 def _ingress_uid(item: dict[str, Any]) -> str | None:

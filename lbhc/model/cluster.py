@@ -348,6 +348,9 @@ class ClusterSnapshot:
     # when present, else `uid`, as gce_clusterid.go GetID): the id in its own node check's
     # name, k8s-<id>-node (None when absent or not read).
     cloud_provider_uid: str | None = None
+    # The name of a DaemonSet in kube-system known to replace kube-proxy (`cilium`, `anetd`),
+    # when one exists (lbhc/planner/replacement.py); None when none was found or not read.
+    kube_proxy_replacement: str | None = None
 
     @property
     def complete(self) -> bool:

@@ -53,6 +53,8 @@ class FindingKind(StrEnum):
     # The firewall drops a pool's health-check probes: its instances all read UNHEALTHY and
     # the pool fails open (it drains nothing).
     PROBES_BLOCKED = "probes-blocked"
+    # No kube-proxy Pods, and a known replacement (Cilium, GKE Dataplane V2) runs instead.
+    KUBE_PROXY_REPLACED = "kube-proxy-replaced"
 
 
 @dataclass(frozen=True)

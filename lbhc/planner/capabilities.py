@@ -122,11 +122,14 @@ def describe_probe(probe: HealthProbe) -> str:
 @dataclass(frozen=True)
 class KubeProxyFacts:
     """One node's kube-proxy as lbhc understands it; `note` says why a better source was
-    passed over (a digest-only image)."""
+    passed over (a digest-only image) or what a kube-proxy replacement does; `drain_reason`
+    is why a replacement does or does not drain a node being deleted."""
 
     version: KubeProxyVersion
     capabilities: Capabilities
     note: str = ""
+    drain_reason: str = ""
+    replacement: str = ""  # the replacing DaemonSet's name, with VersionSource.REPLACEMENT
 
     @property
     def source(self) -> VersionSource:

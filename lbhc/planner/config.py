@@ -49,6 +49,15 @@ class FallbackPolicy(StrEnum):
     ASSUME_VERSION = "assume-version"
 
 
+class ReplacementHealthz(StrEnum):
+    """Whether a kube-proxy replacement found in the cluster (Cilium, GKE Dataplane V2) serves
+    kube-proxy's /healthz on the health port, which lbhc cannot read from the API."""
+
+    AUTO = "auto"  # default: only where the active probe saw it answer
+    YES = "yes"  # on every node (Cilium with kube-proxy-replacement-healthz-bind-address set)
+    NO = "no"  # nowhere: attach lbhc's check to no pool
+
+
 class DrainingGate(StrEnum):
     """KubeProxyDrainingTerminatingNodes on 1.28-1.29 kube-proxies (off by default there),
     which lbhc cannot see from outside: "unknown" unless the operator says."""
@@ -102,6 +111,7 @@ class PlannerConfig:
     fallback_policy: FallbackPolicy = FallbackPolicy.ANY_OLD_NODE
     assumed_version: tuple[int, int, int] | None = None  # with FallbackPolicy.ASSUME_VERSION
     draining_gate: DrainingGate = DrainingGate.UNKNOWN
+    replacement_serves_healthz: ReplacementHealthz = ReplacementHealthz.AUTO
     readiness_policy: ReadinessPolicy = ReadinessPolicy.AUDIT
     # kube-proxy DaemonSets the readiness policy covers (namespace: kube_proxy_namespace):
     # those any alternative selects.

@@ -36,6 +36,7 @@ from lbhc.planner.nodes import (
     is_gke_drain_labelled,
 )
 from lbhc.planner.pool_reach import PoolReach
+from lbhc.planner.versions import VersionSource
 
 _MAX_POOLS_IN_REASON = 3
 
@@ -143,11 +144,15 @@ class NodeDrain:
     # False for a node only labelled for a GKE drain (or not marked at all): it has no drain
     # window to time, whatever its state.
     marked_for_deletion: bool = False
+    # UNKNOWN only because kube-proxy is replaced by this (a DaemonSet's name): one
+    # cluster-level alert says so, not one per node.
+    replaced_by: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "state": self.state.value,
             "reason": self.reason,
+            "unknownBecauseReplacedBy": self.replaced_by,
             "markedAt": self.marked_at,
             "boundSeconds": self.bound_seconds,
             "poolsNotDraining": [
@@ -201,19 +206,28 @@ def node_drain(
             since,
             marked_for_deletion=True,
         )
-    version = f"kube-proxy {facts.version.display()} (from {facts.source.value})"
+    replaced = facts.source is VersionSource.REPLACEMENT
+    version = (
+        f"kube-proxy {facts.version.display()}"
+        if replaced
+        else f"kube-proxy {facts.version.display()} (from {facts.source.value})"
+    )
     healthz = [p for p in pools if p.kind is PoolDrainKind.HEALTHZ]
     caps = facts.capabilities
     how = f"{version} fails /healthz"
     if healthz and caps.serves_healthz is False:
         how = f"{version} cannot answer /healthz at all"  # fallback policy `never`
     elif healthz and caps.drains_when_deleted is None:
+        why = f": {facts.drain_reason}" if replaced and facts.drain_reason else ""
         return NodeDrain(
             DrainState.UNKNOWN,
-            f"marked for deletion; whether {version} fails /healthz for it is unknown",
+            f"marked for deletion; whether {version} fails /healthz for it is unknown{why}",
             since,
             marked_for_deletion=True,
+            replaced_by=facts.replacement,
         )
+    elif replaced and facts.drain_reason:
+        how = f"{how} ({facts.drain_reason})"
     too_old = bool(healthz) and caps.serves_healthz is not False and not caps.drains_when_deleted
     draining = [] if too_old else healthz
     # Pools that will not take it out; Local pools do, but only as its endpoints go.
@@ -233,7 +247,9 @@ def node_drain(
     # leave it partially drained rather than not at all.
     if too_old or (stuck and not draining):
         why = (
-            f"{version} is too old to fail /healthz for it"
+            f"{version} does not fail /healthz for it: {facts.drain_reason}"
+            if too_old and replaced
+            else f"{version} is too old to fail /healthz for it"
             if too_old
             else f"no target pool holding it can drain it ({_listed(stuck)})"
         )

@@ -19,6 +19,8 @@ _MAX_NODES_IN_REASON = 5
 
 def cannot_serve_healthz(facts: KubeProxyFacts, config: PlannerConfig) -> bool:
     serves = facts.capabilities.serves_healthz
+    if serves is None and facts.source is VersionSource.REPLACEMENT:
+        return True  # a replacement's port is not assumed to answer: only a probe or a setting
     if serves is None:
         return config.unknown_version_policy is UnknownVersionPolicy.FALLBACK
     return not serves
@@ -67,7 +69,19 @@ def _listed(nodes: list[NodeVersion]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+def _names(nodes: list[NodeVersion]) -> str:
+    more = len(nodes) - _MAX_NODES_IN_REASON
+    shown = ", ".join(n.node for n in nodes[:_MAX_NODES_IN_REASON])
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
 def _reason(nodes: list[NodeVersion]) -> str:
+    if all(n.source == VersionSource.REPLACEMENT.value for n in nodes):
+        return (
+            "kube-proxy is replaced, and its replacement's /healthz on the health port is not "
+            f"known to answer on: {_names(nodes)}; enable the probe (probe.enabled) or set "
+            "kube_proxy.replacement_serves_healthz: yes if it does"
+        )
     minimum = "v{}.{}.{}".format(*MIN_HEALTHZ_VERSION)
     return (
         f"kube-proxy older than {minimum} or of unknown version cannot serve /healthz on: "

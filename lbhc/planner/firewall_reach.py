@@ -1,13 +1,13 @@
-"""Do Google's health checkers reach the nodes? Judged from the network's effective firewall,
-as GCE evaluates it for a passthrough load balancer's probes.
+"""Do Google's health checkers reach the nodes? Judged from the network's effective firewall, as
+GCE evaluates it for a passthrough load balancer's probes.
 
 GCE sends those probes to the forwarding rule's IP on the check's port
-(kubernetes/kubernetes#117723), from the health checkers' ranges, and they must be admitted as INGRESS to the
-backend VMs (Google Cloud, "Health check firewall rules"; "VPC firewall rules": targets by
-network tag or service account, `destinationRanges`, protocol and ports, lowest priority
-number first, a deny wins a tie, and no match is the implied deny ingress). Firewall policies
-come first from the organization down, `goto_next` passing on; the network's VPC rules and
-its global network policy follow in the order of the network's
+(kubernetes/kubernetes#117723), from the health checkers' ranges, and they must be admitted as
+INGRESS to the backend VMs (Google Cloud, "Health check firewall rules"; "VPC firewall rules":
+targets by network tag or service account, `destinationRanges`, protocol and ports, lowest
+priority number first, a deny wins a tie, and no match is the implied deny ingress). Firewall
+policies come first from the organization down, `goto_next` passing on; the network's VPC rules
+and its global network policy follow in the order of the network's
 `networkFirewallPolicyEnforcementOrder` ("Hierarchical firewall policies", "Global network
 firewall policies", policy and rule evaluation order). Regional network firewall policies are
 not part of `networks.getEffectiveFirewalls` and are not read.

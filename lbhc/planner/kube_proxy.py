@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping
 
 from lbhc.model.cluster import ClusterSnapshot, Node, Pod, ProbeTarget
 from lbhc.planner.capabilities import KubeProxyFacts, detect, needs_probe
-from lbhc.planner.config import FallbackPolicy, PlannerConfig, Selector
+from lbhc.planner.config import FallbackPolicy, PlannerConfig, ReplacementHealthz, Selector
 from lbhc.planner.nodes import is_being_deleted
+from lbhc.planner.replacement import Replacement, known_replacement, replaced_facts
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -52,9 +53,37 @@ def kube_proxy_pods_by_node(pods: Iterable[Pod], config: PlannerConfig) -> dict[
     return by_node
 
 
+def replacement_of(cluster: ClusterSnapshot, config: PlannerConfig) -> Replacement | None:
+    """The known kube-proxy replacement running here, when no kube-proxy Pod is found (none
+    of the selector alternatives selects one): a kube-proxy found always wins."""
+    replacement = known_replacement(cluster.kube_proxy_replacement)
+    if replacement is None or kube_proxy_selector(cluster.kube_proxy_pods, config) is not None:
+        return None
+    return replacement
+
+
+def replacement_setting(config: PlannerConfig) -> ReplacementHealthz:
+    """`fallback_policy: assume-version` says as much as `replacement_serves_healthz: yes`:
+    the port answers. Its version is not used for a known replacement, which is no
+    kube-proxy of any version."""
+    assumed = config.fallback_policy is FallbackPolicy.ASSUME_VERSION
+    if assumed and config.replacement_serves_healthz is ReplacementHealthz.AUTO:
+        return ReplacementHealthz.YES
+    return config.replacement_serves_healthz
+
+
 def facts_by_node(
     cluster: ClusterSnapshot, config: PlannerConfig, pods: Mapping[str, Pod] | None = None
 ) -> dict[str, KubeProxyFacts]:
+    replacement = replacement_of(cluster, config)
+    if replacement is not None:
+        setting = replacement_setting(config)
+        return {
+            node.name: replaced_facts(
+                node, cluster.health_probes.get(node.name), replacement, setting
+            )
+            for node in cluster.nodes
+        }
     if pods is None:
         pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     assumed = (
@@ -75,7 +104,10 @@ def facts_by_node(
 def nodes_to_probe(cluster: ClusterSnapshot, config: PlannerConfig) -> dict[str, ProbeTarget]:
     """Nodes whose kube-proxy version neither its Pod's image nor the node field tells
     (exactly those `detect` would consult a probe for), with where and in what state."""
-    if config.fallback_policy is FallbackPolicy.ASSUME_VERSION:
+    replacement = replacement_of(cluster, config)
+    if replacement is not None and replacement_setting(config) is not ReplacementHealthz.AUTO:
+        return {}
+    if replacement is None and config.fallback_policy is FallbackPolicy.ASSUME_VERSION:
         return {}
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     return {

@@ -100,8 +100,15 @@ def should_run_kube_proxy(node: Node, daemonsets: tuple[DaemonSet, ...]) -> bool
 
 
 def kube_proxy_health(
-    cluster: ClusterSnapshot, pods: Mapping[str, Pod], daemonsets: tuple[DaemonSet, ...] = ()
+    cluster: ClusterSnapshot,
+    pods: Mapping[str, Pod],
+    daemonsets: tuple[DaemonSet, ...] = (),
+    replacement: str = "",
 ) -> KubeProxyHealth:
+    """`replacement`: the known replacement running instead of kube-proxy, for the message."""
+    if not pods and replacement:
+        message = f"no kube-proxy Pods: kube-proxy is replaced by {replacement}"
+        return KubeProxyHealth((), None, message)
     if not pods:
         return KubeProxyHealth(
             (),

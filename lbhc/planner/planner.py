@@ -25,12 +25,13 @@ from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig
 from lbhc.planner.coverage import TAKEOVER_REPLACES, Coverage, PoolCoverage, coverage_by_pool
 from lbhc.planner.fallback import decide_fallback
-from lbhc.planner.kube_proxy import facts_by_node
+from lbhc.planner.kube_proxy import facts_by_node, replacement_of, replacement_setting
 from lbhc.planner.ledger import TakeoverLedger
 from lbhc.planner.names import cluster_id_from_uid, is_valid_gce_name, shared_resource_name
 from lbhc.planner.pool_reach import ReachJudge, our_firewall_priority
 from lbhc.planner.pools import PoolContext, plan_pool_changes
 from lbhc.planner.probe_firewall import plan_probe_firewall
+from lbhc.planner.replacement import describe as describe_replacement
 from lbhc.planner.scope import scope_mismatch
 from lbhc.planner.shared import (
     firewall_command,
@@ -109,6 +110,10 @@ def _plan(cluster: ClusterSnapshot, cloud: CloudSnapshot, config: PlannerConfig)
     firewall_owned = cloud.firewall is None or is_owned(cloud.firewall.description, cluster_id)
     ledger = read_ledger(cloud.health_check) if check_owned else TakeoverLedger()
 
+    replacement = replacement_of(cluster, config)
+    if replacement is not None:
+        text = describe_replacement(replacement, replacement_setting(config))
+        findings.append(Finding(FindingKind.KUBE_PROXY_REPLACED, "", text))
     # Version skew matters only where lbhc's own check is, or would be, attached.
     relevant = any(
         claim.eligible_reason is None and _lbhc_may_carry(coverage[name], config)

@@ -20,7 +20,12 @@ from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig, selector_text
 from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool, describe_check
 from lbhc.planner.drain import DrainState, NodeDrain, node_drain, pool_drain_views
-from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node, kube_proxy_selector
+from lbhc.planner.kube_proxy import (
+    facts_by_node,
+    kube_proxy_pods_by_node,
+    kube_proxy_selector,
+    replacement_of,
+)
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
 from lbhc.planner.planner import shared_name
 from lbhc.planner.pool_reach import PoolReach, ReachJudge, reach_by_pool
@@ -97,6 +102,8 @@ class StatusReport:
     nodes_complete: bool = True  # False: a node missing from `nodes` may still exist
     kube_proxy_selector: str = ""  # which alternative selected the Pods ("" for none)
     firewall_command: str = ""  # how a network admin makes lbhc's rule, while it is missing
+    # The DaemonSet replacing kube-proxy (lbhc/planner/replacement.py), "" for none.
+    kube_proxy_replacement: str = ""
 
     @property
     def check_in_use(self) -> bool:
@@ -118,6 +125,7 @@ class StatusReport:
             "coverageCounts": self.coverage_counts(),
             "outOfScope": self.out_of_scope,
             "kubeProxySelector": self.kube_proxy_selector,
+            "kubeProxyReplacement": self.kube_proxy_replacement or None,
             "firewallCommand": self.firewall_command,
             "fallback": self.fallback.to_json() if self.fallback else None,
             "drainCounts": self.drain_counts(),
@@ -147,7 +155,8 @@ def assess(
     selected = kube_proxy_selector(cluster.kube_proxy_pods, config)
     facts = facts_by_node(cluster, config, pods)
     managed = tuple(ds for ds in cluster.kube_proxy_daemonsets if is_managed(ds, config))
-    health = kube_proxy_health(cluster, pods, managed)
+    replacement = replacement_of(cluster, config)
+    health = kube_proxy_health(cluster, pods, managed, replacement.display() if replacement else "")
     pod_states = {status.node: status.state.value for status in health.pods}
     nodes = tuple(
         NodeStatus(
@@ -176,6 +185,7 @@ def assess(
         nodes_complete=cluster.versions_complete,
         kube_proxy_selector=selector_text(selected) if selected else "",
         firewall_command=plan.firewall_command,
+        kube_proxy_replacement=replacement.name if replacement else "",
     )
 
 

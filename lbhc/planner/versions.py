@@ -25,6 +25,8 @@ class VersionSource(StrEnum):
     NODE_KUBE_PROXY_VERSION = "node-kube-proxy-version"
     KUBELET_VERSION = "kubelet-version"
     ASSUMED = "assumed"  # the fallback policy `assume-version X` (kube-proxy replaced)
+    # No kube-proxy: a known replacement's DaemonSet (lbhc/planner/replacement.py).
+    REPLACEMENT = "replacement"
     NONE = "none"
 
 
@@ -53,7 +55,7 @@ class KubeProxyVersion:
         return self.source in HINT_SOURCES
 
     def display(self) -> str:
-        if self.source is VersionSource.PROBE:
+        if self.source in (VersionSource.PROBE, VersionSource.REPLACEMENT):
             return self.raw
         if self.version is None:
             raw = self.raw if len(self.raw) <= _DISPLAY_MAX else self.raw[:_DISPLAY_MAX] + "..."

@@ -7,7 +7,12 @@ the kube-system/ingress-uid ConfigMap with the cluster uid, the healthCheckNodeP
 apiserver allocates for a Local Service (by the kube-apiserver fake's own rule), each
 Service's load balancer IP in its status, and two more Services: `legacy-<n>` (Cluster; its
 pool was made by a cloud provider older than the nodes check, so carries none) and
-`rbs-<n+1>` (annotated for ingress-gce's regional backend service NetLB: no pool)."""
+`rbs-<n+1>` (annotated for ingress-gce's regional backend service NetLB: no pool).
+
+`kube_proxy_replacement="cilium"` seeds a cluster without kube-proxy: Cilium's DaemonSet and
+its cilium-config ConfigMap (kube-proxy replacement on; the healthz bind address set only with
+`cilium_healthz`), and no kube-proxy DaemonSet or Pods. The fleet then serves Cilium's
+/healthz on each node, or nothing."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Any
 
 from lbhc.planner.versions import parse_version
 from lbhc.sandbox.kube_fake import service_ports
+from lbhc.sandbox.kube_proxy.behaviour import CILIUM_HEALTHZ_BIND_KEY
 from lbhc.sandbox.upstream import names as upstream
 
 Object = dict[str, Any]
@@ -26,6 +32,8 @@ LB_CLEANUP_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 DAEMONSET_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system/kube-proxy"))
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system"))
 CLOUD_PROVIDERS = ("current", "legacy")
+KUBE_PROXY_REPLACEMENTS = ("", "cilium")  # "": kube-proxy itself
+CILIUM_LABELS = {"k8s-app": "cilium"}
 OLD_PROVIDER_PREFIX = "legacy-"  # current profile: this Service's pool was made without a check
 # Load balancer IPs, from the seeded ones to those the emulated cloud providers hand out.
 FIRST_LB_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
@@ -45,8 +53,17 @@ class SandboxSpec:
     # "current" (today's, the default: see the module docstring and lbhc.sandbox.upstream)
     # or "legacy" (the old world: pools without checks, no cluster uid).
     cloud_provider: str = "current"
+    # "" runs kube-proxy; "cilium" runs Cilium's kube-proxy replacement instead, serving
+    # kube-proxy's /healthz on 10256 only with `cilium_healthz` (its bind address set).
+    kube_proxy_replacement: str = ""
+    cilium_healthz: bool = False
 
     def __post_init__(self) -> None:
+        if self.kube_proxy_replacement not in KUBE_PROXY_REPLACEMENTS:
+            raise ValueError(
+                f"kube_proxy_replacement: got {self.kube_proxy_replacement!r}; expected '' "
+                "(kube-proxy) or 'cilium'"
+            )
         if self.cloud_provider not in CLOUD_PROVIDERS:
             raise ValueError(
                 f"cloud_provider: got {self.cloud_provider!r}; expected one of "
@@ -243,6 +260,41 @@ def namespace(name: str, uid: str = "") -> Object:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
 
 
+def cilium_objects(healthz: bool) -> list[Object]:
+    """Cilium's DaemonSet and cilium-config, as its Helm chart names them in kube-system."""
+    daemonset_: Object = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": "cilium",
+            "namespace": "kube-system",
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, "sandbox/kube-system/cilium")),
+            "labels": dict(CILIUM_LABELS),
+        },
+        "spec": {
+            "selector": {"matchLabels": dict(CILIUM_LABELS)},
+            "template": {
+                "metadata": {"labels": dict(CILIUM_LABELS)},
+                "spec": {
+                    "containers": [
+                        {"name": "cilium-agent", "image": "quay.io/cilium/cilium:v1.18.4"}
+                    ]
+                },
+            },
+        },
+    }
+    config: Object = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+        "data": {
+            "kube-proxy-replacement": "true",
+            CILIUM_HEALTHZ_BIND_KEY: "0.0.0.0:10256" if healthz else "",
+        },
+    }
+    return [daemonset_, config]
+
+
 def cluster_objects(spec: SandboxSpec) -> list[Object]:
     versions = tuple(
         spec.kube_proxy_versions[i % len(spec.kube_proxy_versions)] for i in range(spec.nodes)
@@ -253,11 +305,13 @@ def cluster_objects(spec: SandboxSpec) -> list[Object]:
         namespace("default"),
         namespace("lbhc-system"),
         namespace(spec.namespace),
-        daemonset(versions),
     ]
+    replaced = spec.kube_proxy_replacement == "cilium"
+    objects += cilium_objects(spec.cilium_healthz) if replaced else [daemonset(versions)]
     for index, version in enumerate(versions):
         objects.append(node(spec, index, version))
-        objects.append(kube_proxy_pod(node_name(index), version, path))
+        if not replaced:
+            objects.append(kube_proxy_pod(node_name(index), version, path))
     services: list[Object] = []
     for index in range(spec.service_count):
         obj = service(spec, index)

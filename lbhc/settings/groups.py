@@ -19,6 +19,7 @@ from lbhc.planner.config import (
     FallbackPolicy,
     HealthCheckMode,
     ReadinessPolicy,
+    ReplacementHealthz,
     UnknownVersionPolicy,
 )
 from lbhc.planner.names import GCE_NAME
@@ -214,6 +215,9 @@ class KubeProxySettings(Group):
     unknown_version_policy: UnknownVersionPolicy = UnknownVersionPolicy.FALLBACK
     fallback_policy: str = "any-old-node"
     draining_gate: DrainingGate = DrainingGate.UNKNOWN
+    # With no kube-proxy and a known replacement (Cilium, GKE Dataplane V2): does it serve
+    # /healthz on the health port? `auto` lets the probe tell, node by node.
+    replacement_serves_healthz: ReplacementHealthz = ReplacementHealthz.AUTO
 
     @field_validator("fallback_policy")
     @classmethod

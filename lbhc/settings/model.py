@@ -89,6 +89,7 @@ class Settings(BaseSettings):
             fallback_policy=policy,
             assumed_version=assumed,
             draining_gate=kube_proxy.draining_gate,
+            replacement_serves_healthz=kube_proxy.replacement_serves_healthz,
             readiness_policy=self.readiness.policy,
             readiness_selectors=selector_alternatives(self.readiness.selector),
         )

@@ -110,6 +110,7 @@ SETTING_NAMES: tuple[SettingName, ...] = (
         "unknown_version_policy",
         "fallback_policy",
         ("draining_gate", "kube_proxy_draining_gate"),
+        "replacement_serves_healthz",
     ),
     *_group(
         "probe",

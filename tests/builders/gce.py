@@ -19,8 +19,8 @@ from lbhc.model.cloud import (
     network_url,
     resource_path,
 )
-from lbhc.model.firewall import EffectiveFirewall, FirewallPolicy
 from lbhc.model.cluster import Service
+from lbhc.model.firewall import EffectiveFirewall, FirewallPolicy
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
 from lbhc.planner.planner import shared_name

@@ -461,6 +461,24 @@ def kube_proxy_daemonset(
     return tweaked(obj, tweaks)
 
 
+def replacement_daemonset(name: str = "cilium", namespace: str = "kube-system") -> Obj:
+    """A DaemonSet that replaces kube-proxy (Cilium's `cilium`, GKE Dataplane V2's `anetd`),
+    labelled as its installers label it."""
+    labels = {"k8s-app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"ds-{name}", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": dict(labels)},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {"containers": [{"name": name, "image": f"example/{name}:v1"}]},
+            },
+        },
+    }
+
+
 def namespace(name: str, uid: str | None = None) -> Obj:
     metadata: Obj = {"name": name}
     if uid:

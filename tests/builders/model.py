@@ -123,7 +123,9 @@ def cluster(
     daemonsets: tuple[DaemonSet, ...] = (),
     probes: dict[str, HealthProbe] | None = None,
     cloud_provider_uid: str | None = CLOUD_PROVIDER_UID,
+    replacement: str | None = None,
 ) -> ClusterSnapshot:
+    """`replacement`: a kube-proxy replacement DaemonSet's name (cilium, anetd) lbhc/kube found."""
     return ClusterSnapshot(
         nodes=(node(),) if nodes is None else nodes,
         services=services,
@@ -133,6 +135,7 @@ def cluster(
         kube_proxy_daemonsets=daemonsets,
         health_probes=probes or {},
         cloud_provider_uid=cloud_provider_uid,
+        kube_proxy_replacement=replacement,
     )
 
 

@@ -124,6 +124,7 @@ def test_status_json_with_gce_health(
     assert nodes["node-2"]["drain"] == {
         "state": "draining",
         "reason": nodes["node-2"]["drain"]["reason"],
+        "unknownBecauseReplacedBy": "",
         "markedAt": "2026-11-22T00:18:08Z",
         "boundSeconds": 15,
         "poolsNotDraining": [],

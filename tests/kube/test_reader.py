@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from tests.builders.kube import (
     namespace,
     node,
     pod,
+    replacement_daemonset,
     service,
 )
 from tests.kube_fixtures import seed
@@ -123,6 +125,35 @@ def test_kube_proxy_pods_by_namespace_and_selector(
 
 def test_kube_system_uid(kube_fake: KubeFake, reader: KubeReader) -> None:
     assert reader.read_snapshot().kube_system_uid == KUBE_SYSTEM_UID
+
+
+@pytest.mark.parametrize(
+    ("daemonsets", "expected"),
+    [
+        ((), None),
+        ((replacement_daemonset("cilium"),), "cilium"),
+        ((replacement_daemonset("anetd"),), "anetd"),
+        ((replacement_daemonset("cilium"), replacement_daemonset("anetd")), "anetd"),
+        ((replacement_daemonset("cilium", namespace="cilium-system"),), None),
+        ((replacement_daemonset("calico-node"),), None),
+    ],
+    ids=["none", "cilium", "anetd", "anetd-first", "other-namespace", "not-known"],
+)
+def test_a_kube_proxy_replacement_is_found_by_name_in_kube_system(
+    kube_fake: KubeFake,
+    reader: KubeReader,
+    daemonsets: tuple[dict[str, Any], ...],
+    expected: str | None,
+) -> None:
+    seed(kube_fake, *daemonsets)
+    assert reader.read_snapshot().kube_proxy_replacement == expected
+    asked = [
+        e.query.get("fieldSelector")
+        for e in kube_fake.journal
+        if e.path == "/apis/apps/v1/namespaces/kube-system/daemonsets"
+        and "fieldSelector" in e.query
+    ]
+    assert set(asked) <= {"metadata.name=anetd", "metadata.name=cilium"} and asked
 
 
 def test_unreadable_kube_system_namespace_is_an_error_naming_the_fix(
@@ -361,3 +392,22 @@ def test_an_unreachable_server_gets_no_rbac_hint_a_refusal_does(kube_fake: KubeF
     assert "connection refused" in str(unreachable.value)
     assert "allow" not in str(unreachable.value) and "rbac" not in str(unreachable.value)
     assert "or set --cluster-id" in str(unreachable.value)
+
+
+@pytest.mark.parametrize(
+    ("daemonsets", "expected"),
+    [
+        ((), None),
+        ((replacement_daemonset("cilium"),), "cilium"),
+        ((replacement_daemonset("cilium"), replacement_daemonset("anetd")), "anetd"),
+        ((replacement_daemonset("anetd", namespace="default"),), None),
+    ],
+    ids=["none", "cilium", "anetd-first", "other-namespace"],
+)
+def test_a_snapshot_dump_names_the_replacement_as_the_live_read_does(
+    daemonsets: tuple[dict[str, Any], ...], expected: str | None
+) -> None:
+    from lbhc.kube.snapshot_file import parse_cluster_snapshot
+
+    dump = {"apiVersion": "v1", "kind": "List", "items": [node("n1"), *daemonsets]}
+    assert parse_cluster_snapshot(json.dumps(dump)).kube_proxy_replacement == expected

@@ -2,6 +2,7 @@
 loopback sockets, so health checks and probes in the sandbox hit what GCE would hit."""
 
 from .behaviour import (
+    CILIUM_HEALTHZ_BIND_KEY,
     HealthResponse,
     Version,
     drains,
@@ -9,12 +10,14 @@ from .behaviour import (
     has_livez,
     reachable,
     respond,
+    respond_cilium,
     rfc3339_nano,
 )
 from .fleet import KUBE_PROXY_PORT, KubeProxyFleet, image_version, node_eligible
 from .server import KubeProxyServer, NodeState
 
 __all__ = [
+    "CILIUM_HEALTHZ_BIND_KEY",
     "KUBE_PROXY_PORT",
     "HealthResponse",
     "KubeProxyFleet",
@@ -28,5 +31,6 @@ __all__ = [
     "node_eligible",
     "reachable",
     "respond",
+    "respond_cilium",
     "rfc3339_nano",
 ]

@@ -4,6 +4,9 @@ Ground truth for the sandbox, so it is written from upstream's handlers
 (kubernetes/kubernetes pkg/proxy/healthcheck: healthcheck.go before 1.28, proxier_health.go
 1.28-1.32, proxy_health.go from 1.33) and deliberately shares no code with lbhc's planner:
 an emulator that reused the code under test would agree with its bugs.
+
+Cilium's kube-proxy replacement answers too (respond_cilium), from cilium
+daemon/healthz/kube_proxy_healthz.go: a server only when its healthz bind address is set.
 """
 
 from __future__ import annotations
@@ -94,6 +97,27 @@ def respond(
         healthy = proxier_healthy and seen_eligible
         return _answer(version, healthy, eligible_field, now, last_updated, proxier_healthy)
     return HealthResponse(404, dict(_NOT_FOUND_HEADERS), _NOT_FOUND_BODY)
+
+
+# cilium-config's key for the address Cilium's kube-proxy-compatible health server binds;
+# empty (the default) starts no server at all.
+CILIUM_HEALTHZ_BIND_KEY = "kube-proxy-replacement-healthz-bind-address"
+
+
+def respond_cilium(
+    path: str, *, node_deleted: bool, agent_healthy: bool, now: datetime, last_updated: datetime
+) -> HealthResponse:
+    """Cilium's kube-proxy replacement's answer to GET `path`. Its mux registers /healthz
+    only (so /livez is 404); /healthz is 503 while the agent is unhealthy or the local Node
+    is being deleted, which Cilium learns from the Node's deletionTimestamp (or its Delete
+    event), never from the autoscaler's ToBeDeletedByClusterAutoscaler taint
+    (daemon/cmd/local_node_sync.go). The body is kube-proxy's pre-1.28 one, without
+    nodeEligible; a failing answer reports the load balancer's last update."""
+    if path.split("?", 1)[0] != HEALTHZ:
+        return HealthResponse(404, dict(_NOT_FOUND_HEADERS), _NOT_FOUND_BODY)
+    healthy = agent_healthy and not node_deleted
+    body = _legacy_body(None, now, now if healthy else last_updated)
+    return HealthResponse(200 if healthy else 503, dict(_JSON_HEADERS), body)
 
 
 def _answer(

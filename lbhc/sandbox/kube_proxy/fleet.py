@@ -3,6 +3,9 @@
 Each node gets its own 127.0.0.x address, so a health checker probes "node-7:10256" much as
 GCE probes each instance. The fleet follows the apiserver fake: the kube-proxy Pod's image
 tag says which version answers, and the live Node object says whether it is being deleted.
+A node with no kube-proxy Pod in a cluster running Cilium's kube-proxy replacement (DaemonSet
+kube-system/cilium) gets Cilium's health server instead, if ConfigMap kube-system/cilium-config
+sets its healthz bind address; otherwise nothing listens there, as on a real node.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from urllib.parse import urlsplit
 
 from lbhc.sandbox.kube_fake import KubeFake
 
-from .behaviour import Version, reachable
+from .behaviour import CILIUM_HEALTHZ_BIND_KEY, Version, reachable
 from .server import KubeProxyServer, NodeState, utc_now
 
 KUBE_PROXY_PORT = 10256
@@ -35,9 +38,12 @@ _BIND_ATTEMPTS = 5
 _FINISHED_PHASES = frozenset({"Pending", "Succeeded", "Failed"})  # no container running
 
 
+CILIUM = "cilium"  # the DaemonSet and the prefix of its ConfigMap, in kube-system
+
+
 @dataclass(frozen=True)
 class _Wanted:
-    version: Version
+    version: Version | None  # None: Cilium's kube-proxy replacement
     host: str
 
 
@@ -169,7 +175,8 @@ class KubeProxyFleet:
             stale_since = self._stale_since.get(node_name)
         # A Node gone from the apiserver is one being deleted (kube-proxy 1.33 says the same).
         eligible = node is not None and node_eligible(node)
-        return NodeState(eligible, stale_since is None, stale_since)
+        deleted = node is None or bool((node.get("metadata") or {}).get("deletionTimestamp"))
+        return NodeState(eligible, stale_since is None, stale_since, deleted)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -227,7 +234,9 @@ class KubeProxyFleet:
 
     def _sync(self) -> None:
         nodes = {node["metadata"]["name"]: node for node in self._kube.objects("Node")}
-        versions = self._versions(set(nodes))
+        versions: dict[str, Version | None] = dict(self._versions(set(nodes)))
+        if self._cilium_serves_healthz():
+            versions.update({name: None for name in nodes if name not in versions})
         wanted = self._plan_hosts(nodes, versions)
         with self._lock:
             self._nodes = frozenset(nodes)
@@ -241,6 +250,17 @@ class KubeProxyFleet:
             if wanted.get(name) != current:
                 self._stop_server(name)
         self._start_missing(wanted)
+
+    def _cilium_serves_healthz(self) -> bool:
+        """Cilium runs as the kube-proxy replacement and its healthz bind address is set."""
+        if self._kube.get("DaemonSet", self._namespace, CILIUM) is None:
+            return False
+        config = self._kube.get("ConfigMap", self._namespace, f"{CILIUM}-config") or {}
+        data = config.get("data") or {}
+        return bool(data.get(CILIUM_HEALTHZ_BIND_KEY)) and data.get("kube-proxy-replacement") in (
+            "true",
+            "strict",
+        )
 
     def _versions(self, node_names: set[str]) -> dict[str, Version]:
         """The reachable kube-proxy version running on each node that has one."""
@@ -271,7 +291,7 @@ class KubeProxyFleet:
         return {name: rank[3] for name, rank in found.items() if reachable(rank[3])}
 
     def _plan_hosts(
-        self, nodes: Mapping[str, Mapping[str, Any]], versions: Mapping[str, Version]
+        self, nodes: Mapping[str, Mapping[str, Any]], versions: Mapping[str, Version | None]
     ) -> dict[str, _Wanted]:
         """Each serving node's address: its loopback InternalIP, else one allocated once and
         kept while the node exists. No two nodes share an address."""

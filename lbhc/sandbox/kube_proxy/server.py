@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from lbhc.sandbox.streaming import Body, StreamingServer
 
-from .behaviour import Version, reachable, respond
+from .behaviour import Version, reachable, respond, respond_cilium
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class NodeState:
     eligible: bool
     proxier_healthy: bool = True
     last_updated: datetime | None = None  # the proxier's last sync; None: now
+    # A deletionTimestamp, or gone from the apiserver: all Cilium's replacement looks at.
+    deleted: bool = False
 
 
 def utc_now() -> datetime:
@@ -34,12 +36,13 @@ def utc_now() -> datetime:
 
 
 class KubeProxyServer:
-    """kube-proxy `version`'s health server on http://host:port (port 0 picks a free one).
-    start/stop or `with`; OSError from start when the address is taken."""
+    """kube-proxy `version`'s health server on http://host:port (port 0 picks a free one);
+    `version` None is Cilium's kube-proxy replacement instead. start/stop or `with`; OSError
+    from start when the address is taken."""
 
     def __init__(
         self,
-        version: Version,
+        version: Version | None,
         state: Callable[[], NodeState],
         *,
         host: str = "127.0.0.1",
@@ -48,7 +51,7 @@ class KubeProxyServer:
         clock: Callable[[], datetime] = utc_now,
         name: str = "kube-proxy",
     ) -> None:
-        if not reachable(version):
+        if version is not None and not reachable(version):
             raise ValueError("kube-proxy older than 1.7.2 serves no reachable health endpoint")
         self.version = version
         self.host = host
@@ -85,6 +88,15 @@ class KubeProxyServer:
             self._requests += 1
         state = self._state()
         now = self._clock()
+        if self.version is None:
+            answer = respond_cilium(
+                urlsplit(target).path,
+                node_deleted=state.deleted,
+                agent_healthy=state.proxier_healthy,
+                now=now,
+                last_updated=state.last_updated or now,
+            )
+            return answer.status, answer.headers, answer.body
         answer = respond(
             urlsplit(target).path,
             self.version,
