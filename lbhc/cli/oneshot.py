@@ -39,8 +39,8 @@ def settings_from(args: argparse.Namespace, **more: Any) -> Settings:
 
 
 def plan_or_apply(args: argparse.Namespace) -> int:
+    from lbhc.evidence import EvidencePlanner
     from lbhc.gce.client import GceClient
-    from lbhc.planner.planner import plan as make_plan
     from lbhc.planner.planner import shared_name
     from lbhc.render import render_json, render_plan_text
 
@@ -51,7 +51,7 @@ def plan_or_apply(args: argparse.Namespace) -> int:
     applying = args.command == "apply"
     # Plan mode opens a read-only client: a mutation would raise before reaching GCE.
     gce = GceClient(settings.gce_client_config(read_only=not applying))
-    the_plan = make_plan(cluster, gce.read_snapshot(name, complete=True), config)
+    the_plan, _ = EvidencePlanner(gce, config).plan(cluster, gce.read_snapshot(name, complete=True))
 
     if not applying:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))

@@ -95,13 +95,16 @@ def _passing(exc: BaseException) -> bool:
 
 
 def _assess(cluster: ClusterSnapshot, gce: GceClient, settings: Settings) -> StatusReport:
-    from lbhc.planner.planner import plan, shared_name
+    from lbhc.evidence import EvidencePlanner
+    from lbhc.planner.planner import shared_name
     from lbhc.planner.status import assess
 
     config = settings.planner_config()
     _, name = shared_name(cluster, config)
-    cloud = gce.read_snapshot(name, complete=True)
-    return assess(cluster, cloud, config, plan(cluster, cloud, config))
+    the_plan, cloud = EvidencePlanner(gce, config).plan(
+        cluster, gce.read_snapshot(name, complete=True)
+    )
+    return assess(cluster, cloud, config, the_plan)
 
 
 def lb_health_by_node(

@@ -19,6 +19,7 @@ from lbhc.controller.metrics import Metrics
 from lbhc.controller.pass_report import PassReporter
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
+from lbhc.evidence import EvidencePlanner
 from lbhc.executor import Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe_gce_error
@@ -29,12 +30,12 @@ from lbhc.model.plan import Plan
 from lbhc.planner.applied import cloud_after
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.kube_proxy import nodes_to_probe
-from lbhc.planner.planner import plan as make_plan
 from lbhc.planner.planner import shared_name_for
 from lbhc.planner.status import StatusReport, assess
 from lbhc.probe.prober import NodeProber
 
 log = logging.getLogger(__name__)
+EVIDENCE_INTERVAL_SEC = 60.0
 
 
 class PartialFailure(RuntimeError):
@@ -89,6 +90,8 @@ class Controller:
         self._cloud_provider_uid = cloud_provider_uid
         self._kube_proxy_replacement = kube_proxy_replacement
         self._reporter = KubeProxyReporter(metrics, self._record, lease)
+        # Evidence for lbhc's firewall (GCE's getHealth), read at most once a minute.
+        self._planner = EvidencePlanner(gce, config, min_interval=EVIDENCE_INTERVAL_SEC)
         self._fail_open = FailOpenWatch(
             gce, config, metrics, self._record, lease, options.lb_health_sample_sec
         )
@@ -157,7 +160,7 @@ class Controller:
             cluster = dataclasses.replace(cluster, kube_proxy_replacement=replacement)
         if self._prober is not None:
             cluster = self._with_probes(cluster, self._prober)
-        the_plan = make_plan(cluster, cloud, self._config)
+        the_plan, cloud = self._planner.plan(cluster, cloud)
         self.last_plan = the_plan
         self.passes += 1
         for resource, size in self._cache.sizes().items():

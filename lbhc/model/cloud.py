@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from lbhc.model.cluster import Node
 
-if TYPE_CHECKING:
-    from lbhc.model.firewall import EffectiveFirewall
+# Firewall rules live with the effective firewall; re-exported here, where callers long found them.
+from lbhc.model.firewall import EffectiveFirewall as EffectiveFirewall
+from lbhc.model.firewall import Firewall as Firewall
+from lbhc.model.firewall import FirewallAllowed as FirewallAllowed
 
 # Canonical prefix the Compute API uses in every selfLink, whatever endpoint served it.
 COMPUTE_URL_PREFIX = "https://www.googleapis.com/compute/v1/"
@@ -58,34 +59,6 @@ class HttpHealthCheck:
     healthy_threshold: int = 2
     unhealthy_threshold: int = 2
     self_link: str = ""
-
-
-@dataclass(frozen=True)
-class FirewallAllowed:
-    ip_protocol: str
-    ports: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Firewall:
-    name: str
-    network: str = ""
-    description: str = ""
-    direction: str = "INGRESS"
-    priority: int = 1000
-    allowed: tuple[FirewallAllowed, ...] = ()
-    source_ranges: tuple[str, ...] = ()
-    target_tags: tuple[str, ...] = ()
-    destination_ranges: tuple[str, ...] = ()
-    # Widening fields: any value someone adds by hand makes the rule admit more than ours.
-    source_tags: tuple[str, ...] = ()
-    source_service_accounts: tuple[str, ...] = ()
-    target_service_accounts: tuple[str, ...] = ()
-    disabled: bool = False
-    self_link: str = ""
-    # A deny rule's matches (lbhc never writes one; others' are read to judge what the
-    # network admits).
-    denied: tuple[FirewallAllowed, ...] = ()
 
 
 @dataclass(frozen=True)

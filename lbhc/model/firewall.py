@@ -7,7 +7,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lbhc.model.cloud import Firewall, FirewallAllowed
+
+@dataclass(frozen=True)
+class FirewallAllowed:
+    ip_protocol: str
+    ports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Firewall:
+    name: str
+    network: str = ""
+    description: str = ""
+    direction: str = "INGRESS"
+    priority: int = 1000
+    allowed: tuple[FirewallAllowed, ...] = ()
+    source_ranges: tuple[str, ...] = ()
+    target_tags: tuple[str, ...] = ()
+    destination_ranges: tuple[str, ...] = ()
+    # Widening fields: any value someone adds by hand makes the rule admit more than ours.
+    source_tags: tuple[str, ...] = ()
+    source_service_accounts: tuple[str, ...] = ()
+    target_service_accounts: tuple[str, ...] = ()
+    disabled: bool = False
+    self_link: str = ""
+    # A deny rule's matches (lbhc never writes one; others' are read to judge what the
+    # network admits).
+    denied: tuple[FirewallAllowed, ...] = ()
+
 
 # FirewallPolicyRule.action values (Compute API reference, FirewallPolicyRule).
 ALLOW = "allow"
