@@ -52,7 +52,9 @@ class Clock:
 )
 def test_the_firewall_waits_on_gce_calling_nodes_healthy(state: str, creates: bool) -> None:
     gce = RecordingHealth(state)
-    the_plan, judged = EvidencePlanner(gce, config()).plan(cluster(nodes=NODES, services=(FIRST, SECOND)), WORLD)
+    the_plan, judged = EvidencePlanner(gce, config()).plan(
+        cluster(nodes=NODES, services=(FIRST, SECOND)), WORLD
+    )
     created = {(c.action, c.kind) for c in the_plan.changes} == {(Action.CREATE, Kind.FIREWALL)}
     assert created is creates, the_plan.warnings
     # Only the admitted pool is asked about, for a few serving nodes.
@@ -64,7 +66,9 @@ def test_the_firewall_waits_on_gce_calling_nodes_healthy(state: str, creates: bo
 def test_no_read_when_the_plan_needs_none() -> None:
     gce = RecordingHealth("HEALTHY")
     admitted = cloud(pools=POOLS, checks=(CP,))  # the cloud provider's rule unpinned
-    the_plan, _ = EvidencePlanner(gce, config()).plan(cluster(nodes=NODES, services=(FIRST, SECOND)), admitted)
+    the_plan, _ = EvidencePlanner(gce, config()).plan(
+        cluster(nodes=NODES, services=(FIRST, SECOND)), admitted
+    )
     assert the_plan.changes == () and gce.calls == []
 
 

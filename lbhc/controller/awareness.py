@@ -11,9 +11,12 @@ from collections.abc import Callable
 from lbhc.controller.drain_timing import DrainTimer
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
+from lbhc.planner.coverage import Coverage
 from lbhc.planner.drain import DrainState
 from lbhc.planner.readiness import FindingKind
 from lbhc.planner.status import StatusReport
+
+PROBES_BLOCKED = "ProbesBlocked"
 
 # Warnings only for real problems: a node no pool drains, or one lbhc cannot judge. A node in
 # no target pool (not-applicable) has nothing to drain and gets no Event at all.
@@ -36,6 +39,7 @@ class KubeProxyReporter:
         self._healthy: bool | None = None
         self._findings: set[tuple[str, str, FindingKind]] = set()
         self._timer = DrainTimer(metrics, record)
+        self._blocked: set[str] = set()  # Services whose pool's probes are blocked
 
     def reset(self) -> None:
         """On losing the lease: this replica stops assessing, so its gauges must not keep
@@ -53,10 +57,12 @@ class KubeProxyReporter:
         self._metrics.node_drain_unknown_replaced.set(0)
         self._metrics.out_of_scope.set(0)
         self._drain, self._healthy, self._findings = {}, None, set()
+        self._blocked = set()
         self._timer.reset()
 
     def observe(self, report: StatusReport) -> None:
         self._export(report)
+        self._probe_events(report)
         self._drain_events(report)
         self._timer.observe(report)
         self._health_events(report)
@@ -82,6 +88,29 @@ class KubeProxyReporter:
         for kind in FindingKind:
             m.readiness_findings.labels(kind.value).set(kinds.count(kind))
         m.fallback_nodes.set(len(report.fallback.nodes) if report.fallback else 0)
+
+    def _probe_events(self, report: StatusReport) -> None:
+        """A Warning on a Service when its pool's probes become blocked, naming the rule."""
+        blocked = {
+            s.service: s.probe_reach_reason
+            for s in report.services
+            if s.coverage is Coverage.PROBE_BLOCKED
+        }
+        for key, why in blocked.items():
+            if key in self._blocked:
+                continue
+            namespace, _, name = key.partition("/")
+            self._record(
+                EventSpec(
+                    ObjectRef("Service", name, namespace),
+                    PROBES_BLOCKED,
+                    "Assess",
+                    f"{why}: the load balancer's instances read UNHEALTHY and it fails open, "
+                    "draining nothing",
+                    "Warning",
+                )
+            )
+        self._blocked = set(blocked)
 
     def _drain_events(self, report: StatusReport) -> None:
         current: dict[str, DrainState] = {}

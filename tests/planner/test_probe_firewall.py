@@ -215,3 +215,24 @@ def test_every_pool_blocked_is_not_draining() -> None:
     assert IP_GONE in drain.reason  # the near miss: the rule admits only that destination
     counts = report.coverage_counts()
     assert counts["probe-blocked"] == 2 and counts["cloud-provider"] == 0
+
+
+def test_a_blocked_pool_is_a_metric_and_one_warning_on_its_service() -> None:
+    """lbhc_pool_coverage counts it; its Service gets a ProbesBlocked Warning once, naming
+    the reason, and again only after it was admitted in between."""
+    from lbhc.controller.awareness import PROBES_BLOCKED, KubeProxyReporter
+    from lbhc.controller.events import EventSpec, ObjectRef
+    from lbhc.controller.metrics import Metrics
+
+    snapshot = cluster(services=(FIRST, SECOND), pods=(kube_proxy_pod("node-1"),))
+    pinned = cloud(pools=POOLS, rules=RULES, checks=(CP,), network_firewall=effective(PINNED))
+    admitted = cloud(pools=POOLS, rules=RULES, checks=(CP,))
+    metrics, events = Metrics(), list[EventSpec]()
+    reporter = KubeProxyReporter(metrics, events.append, ObjectRef("Lease", "lbhc", "lbhc-system"))
+    for world in (pinned, pinned, admitted, pinned):
+        reporter.observe(assess(snapshot, world, config(), plan(snapshot, world, config())))
+    warned = [e for e in events if e.reason == PROBES_BLOCKED]
+    assert [(e.regarding.name, e.type) for e in warned] == [("second", "Warning")] * 2
+    assert IP_SECOND in warned[0].note and "implied deny" in warned[0].note
+    value = metrics.registry.get_sample_value
+    assert value("lbhc_pool_coverage", {"coverage": "probe-blocked"}) == 1
