@@ -76,7 +76,9 @@ class ComputeFake:
 
     @property
     def health_source(self) -> HealthSource | None:
-        """callable(pool_dict, instance_url) -> "HEALTHY" | "UNHEALTHY" | None (None: fall back)."""
+        """callable(pool_dict, instance_url, ip_address) -> "HEALTHY" | "UNHEALTHY" | None
+        (None: fall back), asked once per forwarding rule IP that points at the pool (probes
+        go to each IP, so health is per IP), or once with ip_address None when none does."""
         return self._store.health_source
 
     @health_source.setter

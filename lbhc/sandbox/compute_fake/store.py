@@ -69,7 +69,8 @@ GCE_REGIONS = frozenset(
     }
 )
 
-HealthSource = Callable[[dict[str, Any], str], str | None]
+# health_source(pool, instance URL, forwarding rule IP or None) -> state, or None: fall back
+HealthSource = Callable[[dict[str, Any], str, str | None], str | None]
 
 BucketKey = tuple[str, str, str]  # (collection, project, scope)
 

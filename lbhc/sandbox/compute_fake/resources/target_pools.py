@@ -259,16 +259,17 @@ def handle_get_health(req: Request) -> Response:
         rules = copy.deepcopy(_forwarding_users(store, req.project, req.scope, pool["selfLink"]))
         fallback = store.instance_health.get(instance)
         source = store.health_source
-    state: str | None = None
-    if not pool.get("healthChecks"):
-        state = "HEALTHY"  # a pool without a check treats every instance as healthy
-    elif source is not None:
-        state = source(pool, instance)
-    state = state or fallback or "HEALTHY"
     statuses: list[dict[str, Any]] = []
     targets: list[dict[str, Any] | None] = list(rules) or [None]
     for rule in targets:
-        status: dict[str, Any] = {"healthState": state, "instance": instance}
+        ip = None if rule is None else str(rule["IPAddress"])
+        state: str | None = None
+        if not pool.get("healthChecks"):
+            state = "HEALTHY"  # a pool without a check treats every instance as healthy
+        elif source is not None:
+            state = source(pool, instance, ip)  # probes go to each IP: health is per IP
+        status: dict[str, Any] = {"healthState": state or fallback or "HEALTHY"}
+        status["instance"] = instance
         if rule is not None:
             status["ipAddress"] = rule["IPAddress"]
             if rule.get("portRange"):
