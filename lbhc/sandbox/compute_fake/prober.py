@@ -161,6 +161,7 @@ class HealthProber:
         self._max_in_flight = max_in_flight
         self._lock = threading.Lock()  # pairs' health state, counters, history, lifecycle
         self._pairs: dict[Key, _Pair] = {}
+        self._pool_ips: dict[str, list[str]] = {}  # pool URL -> its rules' IPs, last rescan
         self._probes: Counter[Key] = Counter()
         self._dropped: Counter[Key] = Counter()
         self._history: dict[str, deque[tuple[float, str, str, str]]] = {}
@@ -229,14 +230,21 @@ class HealthProber:
     def health(
         self, pool: dict[str, Any], instance_url: str, ip_address: str | None = None
     ) -> str | None:
-        """The fake's health_source: the state of (pool's check, instance, the forwarding rule
-        IP; None for a pool no rule points at); UNHEALTHY if not probed yet."""
+        """The fake's health_source: the state of (pool's check, instance, forwarding rule IP);
+        UNHEALTHY if not probed yet. Without an IP (getHealth of a pool no rule points at, or
+        a caller asking for the pool as a whole): HEALTHY only if HEALTHY at every IP of the
+        pool's forwarding rules as of the last rescan."""
         checks = pool.get("healthChecks") or []
         if not checks:
             return None  # no check: the fake's own rule applies
         with self._lock:
-            pair = self._pairs.get((checks[0], instance_url, ip_address or ""))
-            return UNHEALTHY if pair is None else pair.state
+            if ip_address is None:
+                ips = self._pool_ips.get(str(pool.get("selfLink")), [""])
+            else:
+                ips = [ip_address]
+            found = [self._pairs.get((checks[0], instance_url, ip)) for ip in ips]
+            healthy = all(pair is not None and pair.state == HEALTHY for pair in found)
+            return HEALTHY if healthy else UNHEALTHY
 
     def probes(
         self,
@@ -371,7 +379,7 @@ class HealthProber:
 
     def _rescan_fake(self) -> None:
         try:
-            wanted, walls = self._targets()
+            wanted, walls, pool_ips = self._targets()
         except Exception:  # keep probing what is known; a later scan may succeed
             log.exception("health prober: reading the Compute fake failed")
             return
@@ -381,6 +389,7 @@ class HealthProber:
         states: dict[Key, str] = {}
         self._walls = walls  # read by probes, on this same thread
         with self._lock:
+            self._pool_ips = pool_ips
             gone = self._pairs.keys() - wanted.keys()
             added = wanted.keys() - self._pairs.keys()
             for key in gone:
@@ -407,8 +416,11 @@ class HealthProber:
                 self._enqueue(pair)
         self._notify(now, told, states)
 
-    def _targets(self) -> tuple[dict[Key, tuple[CheckConfig, Vm]], dict[str, _Walls]]:
-        """What to probe (each key's check and VM) and the firewall of every network."""
+    def _targets(
+        self,
+    ) -> tuple[dict[Key, tuple[CheckConfig, Vm]], dict[str, _Walls], dict[str, list[str]]]:
+        """What to probe (each key's check and VM), the firewall of every network, and the
+        forwarding rule IPs of every pool."""
         fake = self._fake
         checks = {c["selfLink"]: c for c in fake.all_resources("httpHealthChecks")}
         ips: dict[str, list[str]] = {}
@@ -443,7 +455,7 @@ class HealthProber:
             policies = fake.firewall_policies(ref.project, ref.name) if ref else []
             order = network.get("networkFirewallPolicyEnforcementOrder") or AFTER_CLASSIC
             walls[url] = _Walls(tuple(by_network.get(url, ())), tuple(policies), order)
-        return wanted, walls
+        return wanted, walls, ips
 
     def _admitted(self, pair: _Pair) -> bool:
         """Would GCE's firewall deliver this probe? (Probing loop only.) A pool no forwarding

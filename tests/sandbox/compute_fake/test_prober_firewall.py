@@ -177,6 +177,9 @@ def test_health_is_per_forwarding_rule_ip(
     wait_for(lambda: prober.dropped(A, ip_address=IP_B) >= 2, 10, "probes to IP_B dropped")
     assert states(server_api, A, "pool") == want
     assert prober.dropped(A, ip_address=IP_A) == 0
+    pool = fake.target_pools(P, R)["pool"]
+    assert prober.health(pool, A, IP_A) == "HEALTHY"
+    assert prober.health(pool, A) == "UNHEALTHY"  # the pool as a whole: not at every IP
     assert [s for _, s in prober.transitions(A, ip_address=IP_A)] == ["HEALTHY"]
     assert prober.transitions(A, ip_address=IP_B) == []
 
@@ -220,3 +223,4 @@ def test_a_firewall_pinned_to_one_load_balancer_starves_the_other(
     # Seen at the next rescan; then healthyThreshold (1) passing probe, one interval apart.
     wait_for(lambda: health(B, "pool-b") == [(IP_B, "HEALTHY")], 10, "pool-b's B HEALTHY")
     assert health(A, "pool-a") == [(IP_A, "HEALTHY")]
+    assert prober.health(fake.target_pools(P, R)["pool-b"], B) == "HEALTHY"
