@@ -96,6 +96,10 @@ class Sandbox:
         for obj in cluster_objects(spec):
             self.kube.upsert(obj)
         self.compute.add_network(spec.project, "default")
+        # The nodes are pool instance URLs, not seeded instances: tell the prober's firewall
+        # check they carry the node tag (the one lbhc's and the cloud provider's firewalls
+        # target), as a GKE node VM does.
+        self.compute.default_instance_tags = (NODE_TAG,)
         nodes = [Node.model_validate(n) for n in self.kube.objects("Node")]
         if self.provider is None:
             provision_load_balancers(

@@ -39,7 +39,8 @@ from lbhc.sandbox.kube_proxy import drains, image_version, node_eligible, reacha
 from tests.chaos.soak_world import SoakWorld
 
 HEALTHY = "HEALTHY"
-States = dict[tuple[str, str], str]
+# (check URL, instance URL, forwarding rule IP or "") -> state, as the prober keeps it
+States = dict[tuple[str, str, str], str]
 
 
 @dataclass
@@ -67,7 +68,7 @@ class BlackHoleMonitor:
         self._events: queue.SimpleQueue[tuple[float, States]] = queue.SimpleQueue()
         self._lock = threading.Lock()  # one judgement at a time; the fields below
         self._states: States = {}
-        self._first_seen: dict[tuple[str, str], float] = {}
+        self._first_seen: dict[tuple[str, str, str], float] = {}
         self._able_since: dict[str, float] = {}
         self.tally = Tally()
         self._stop = threading.Event()
@@ -116,6 +117,9 @@ class BlackHoleMonitor:
             before = world.compute.target_pools(project, region)
             firewall = world.compute.firewalls(project).get(world.check_name)
             after = world.compute.target_pools(project, region)
+            ips: dict[str, list[str]] = {}
+            for rule in world.compute.forwarding_rules(project, region).values():
+                ips.setdefault(str(rule.get("target")), []).append(str(rule["IPAddress"]))
             self.tally.instants += 1
             ours = resource_path(world.check_url)
             holes, unguarded, excuses = [], [], set()
@@ -125,7 +129,9 @@ class BlackHoleMonitor:
                     continue
                 if _carries(before.get(name), ours) and not _opens(firewall, world):
                     unguarded.append(name)
-                hole = self._black_hole(at, checks[0], pool, able)
+                hole = self._black_hole(
+                    at, checks[0], pool, ips.get(pool["selfLink"]) or [""], able
+                )
                 if hole in ("drained", "grace"):
                     excuses.add(hole)
                 elif hole:
@@ -165,12 +171,17 @@ class BlackHoleMonitor:
         return dict(self._able_since)
 
     def _black_hole(
-        self, at: float, check: str, pool: dict[str, Any], able: dict[str, float]
+        self, at: float, check: str, pool: dict[str, Any], ips: list[str], able: dict[str, float]
     ) -> str:
         """Why this pool is black-holed because of us at `at`; "" if some instance is
-        HEALTHY; "drained" or "grace" if all are UNHEALTHY for a reason not ours."""
+        HEALTHY at one of the pool's forwarding rule IPs (the prober keeps health per IP;
+        "" for a pool no rule points at); "drained" or "grace" if all are UNHEALTHY for a
+        reason not ours."""
         instances = [str(i) for i in pool.get("instances", [])]
-        if not instances or any(self._states.get((check, i)) == HEALTHY for i in instances):
+        keys = {i: [(check, i, ip) for ip in ips] for i in instances}
+        if not instances or any(
+            self._states.get(key) == HEALTHY for i in instances for key in keys[i]
+        ):
             return ""
         if not any(_node_of(i) in able for i in instances):
             return "drained"
@@ -178,7 +189,7 @@ class BlackHoleMonitor:
             i
             for i in instances
             if at - able.get(_node_of(i), at) >= self.grace
-            and at - self._first_seen.get((check, i), at) >= self.grace
+            and all(at - self._first_seen.get(key, at) >= self.grace for key in keys[i])
         ]
         if not settled:
             return "grace"

@@ -58,7 +58,7 @@ class World:
         defaults: dict[str, Any] = {
             "project": PROJECT,
             "region": REGION,
-            "node_tags": "gke-node",
+            "node_tags": NODE_TAG,
             "gce_endpoint": self.compute_url,
             **FAST_RETRIES,
         }
@@ -101,9 +101,15 @@ class World:
         return self.compute.mutating_requests()
 
 
+NODE_TAG = "gke-node"
+
+
 @contextmanager
 def world(operation_latency: float = 0.0) -> Iterator[World]:
     compute = compute_fake(PROJECT, operation_latency)
+    # The nodes are pool instance URLs, not seeded instances: they carry the node tag, as GKE
+    # nodes do, so a health prober's firewall check sees lbhc's firewall apply to them.
+    compute.default_instance_tags = (NODE_TAG,)
     kube = seed_cluster(
         KubeFake(),
         kube_system_uid=KUBE_SYSTEM_UID,

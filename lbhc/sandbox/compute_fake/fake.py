@@ -76,13 +76,39 @@ class ComputeFake:
 
     @property
     def health_source(self) -> HealthSource | None:
-        """callable(pool_dict, instance_url) -> "HEALTHY" | "UNHEALTHY" | None (None: fall back)."""
+        """callable(pool_dict, instance_url, ip_address) -> "HEALTHY" | "UNHEALTHY" | None
+        (None: fall back), asked once per forwarding rule IP that points at the pool (probes
+        go to each IP, so health is per IP), or once with ip_address None when none does."""
         return self._store.health_source
 
     @health_source.setter
     def health_source(self, source: HealthSource | None) -> None:
         with self._store.lock:
             self._store.health_source = source
+
+    @property
+    def default_instance_tags(self) -> tuple[str, ...]:
+        """Network tags the health prober's firewall check assumes for a pool instance that
+        was never seeded with add_instance (target pools take instance URLs unchecked, and
+        the sandbox seeds its nodes that way): say what tags the cloud's VMs carry."""
+        with self._store.lock:
+            return self._store.default_instance_tags
+
+    @default_instance_tags.setter
+    def default_instance_tags(self, tags: Iterable[str]) -> None:
+        with self._store.lock:
+            self._store.default_instance_tags = tuple(dict.fromkeys(tags))
+
+    @property
+    def default_instance_service_accounts(self) -> tuple[str, ...]:
+        """Service account emails assumed, like default_instance_tags, for unseeded instances."""
+        with self._store.lock:
+            return self._store.default_instance_service_accounts
+
+    @default_instance_service_accounts.setter
+    def default_instance_service_accounts(self, emails: Iterable[str]) -> None:
+        with self._store.lock:
+            self._store.default_instance_service_accounts = tuple(dict.fromkeys(emails))
 
     def set_instance_health(self, instance_url: str, state: str) -> None:
         if state not in _HEALTH_STATES:
@@ -133,6 +159,40 @@ class ComputeFake:
             if self._store.taken("networks", project, "global", name):
                 raise ValueError(f"network {project}/{name} already exists")
             return copy.deepcopy(networks.seed(self._store, project, name))
+
+    def set_network_firewall_policy_enforcement_order(
+        self, project: str, network: str, order: str
+    ) -> None:
+        """AFTER_CLASSIC_FIREWALL (GCE's default: VPC rules before the network firewall policy)
+        or BEFORE_CLASSIC_FIREWALL; networks.get shows it and the prober obeys it."""
+        if order not in networks.ENFORCEMENT_ORDERS:
+            raise ValueError(f"order must be one of {sorted(networks.ENFORCEMENT_ORDERS)}")
+        with self._store.lock:
+            found = self._store.get("networks", project, "global", network)
+            if found is None:
+                raise ValueError(f"network {project}/{network} was not seeded")
+            found["networkFirewallPolicyEnforcementOrder"] = order
+
+    def add_firewall_policy(self, project: str, network: str, policy: dict[str, Any]) -> None:
+        """Put a firewall policy in effect on a seeded network, as an organization admin
+        associating a hierarchical policy (type HIERARCHY) or a project owner associating a
+        global network policy (type NETWORK) would. `policy` has the fields
+        networks.getEffectiveFirewalls shows (name, shortName, displayName, type, priority,
+        rules: FirewallPolicyRule dicts). Hierarchical policies are evaluated in the order they
+        are added (add the organization's first); a network has at most one NETWORK policy."""
+        checked = networks.check_policy(policy)
+        with self._store.lock:
+            if self._store.get("networks", project, "global", network) is None:
+                raise ValueError(f"network {project}/{network} was not seeded")
+            policies = self._store.firewall_policies.setdefault((project, network), [])
+            if checked["type"] == "NETWORK" and any(p["type"] == "NETWORK" for p in policies):
+                raise ValueError(f"network {project}/{network} already has a network policy")
+            policies.append(checked)
+
+    def firewall_policies(self, project: str, network: str) -> list[dict[str, Any]]:
+        """The policies in effect on a network, in evaluation order."""
+        with self._store.lock:
+            return networks.effective_policies(self._store, project, network)
 
     def add_http_health_check(self, project: str, name: str, **fields: Any) -> dict[str, Any]:
         """Seed a legacy check (camelCase REST fields, defaults as on insert)."""
@@ -223,10 +283,11 @@ class ComputeFake:
         network: str = "default",
         description: str = "",
         machine_type: str = instance_resource.DEFAULT_MACHINE_TYPE,
+        service_accounts: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Seed a RUNNING VM: one interface on `network` (a name or reference; not verified)
         with `network_ip` (the project's next free 10.128.0.x when None), instance metadata
-        items in the order given, network tags."""
+        items in the order given, network tags, the service accounts it runs as (emails)."""
         check_name(name, "name")
         with self._store.lock:
             self._seeding(project)
@@ -241,6 +302,7 @@ class ComputeFake:
                 tags=list(tags),
                 description=description,
                 machine_type=machine_type,
+                service_accounts=list(service_accounts),
             )
             return copy.deepcopy(instance)
 

@@ -6,18 +6,42 @@ instances probed with `GET http://HOST:PORT{requestPath}` once per `checkInterva
 within `timeoutSec` is a success, anything else (another status, a refused or reset connection, a
 timeout, an instance `resolve` cannot place) a failure.
 
+Probes go where GCE sends them, and pass the firewall GCE would apply:
+- A passthrough network load balancer's probes are addressed to the forwarding rule's IP on
+  the check's port (kubernetes/kubernetes#117723; GCE docs "Health checks overview", "Probe IP
+  ranges and firewall rules"), from Google's probe ranges for target-pool external passthrough
+  load balancers (PROBE_RANGES). So health is kept per (check URL, instance URL, forwarding
+  rule IP): a pool with two forwarding rules on two IPs has two states per instance, and
+  pools sharing a check but not an IP do not share a state. Pools sharing a check and an IP
+  share one state and one probe per interval, as one prober per check and address would.
+- Before each probe the fake's own evaluator (firewall_eval) decides whether GCE would deliver
+  it: from a concrete source address (the ranges in turn, a different address each probe, so a
+  rule admitting part of a range admits part of the probes, as on GCE), to the rule's IP, tcp
+  on the check's port, at the instance as the firewall sees it (its network, network tags and
+  service accounts), under the VPC firewall rules and firewall policies the fake holds
+  (networks.getEffectiveFirewalls) in the network's enforcement order. A dropped probe fails
+  as a dropped packet does: at the timeout. Changes to the firewall apply from the next rescan.
+- An instance seeded with add_instance is seen with its own network, tags and service
+  accounts; a pool instance that was never seeded (target pools take instance URLs unchecked)
+  is taken to be on its project's "default" network with `ComputeFake.default_instance_tags`
+  and `default_instance_service_accounts`, which the owner sets to what its VMs carry. This
+  keeps one source of truth, the fake, for what the firewall sees.
+- A pool no forwarding rule points at has no address to probe in GCE terms; it keeps the
+  fake's earlier behaviour: its instances are probed with no firewall gate, under the key
+  (check, instance, ""), and getHealth (which then lists no IP) answers that state.
+
 Choices:
-- State is kept per (check URL, instance URL): pools sharing a check share one state and one
-  probe per interval, as one prober per check would. Pairs that leave the fake's state (check
-  detached or deleted, instance removed, pool deleted) are dropped; if they come back they start
-  over.
-- A new pair is UNHEALTHY until `healthyThreshold` consecutive successes, because GCE reports
+- Keys that leave the fake's state (check detached or deleted, instance removed, pool
+  deleted, forwarding rule deleted) are dropped; if they come back they start over.
+- A new key is UNHEALTHY until `healthyThreshold` consecutive successes, because GCE reports
   instances unhealthy until they have passed their first checks. Its first probe goes out within
-  one interval, at a fixed phase derived from the pair, so that many pairs appearing together
+  one interval, at a fixed phase derived from the key, so that many keys appearing together
   (a check attached to a big pool) spread their probes over the interval instead of arriving at
   every instance server in one burst.
-- `Host` is the check's `host` when set; otherwise "host:port" of the probed address (GCE would
-  send the forwarding rule's IP, which the sandbox's servers do not care about).
+- The probe itself is sent to the address `resolve` gives for the instance (the sandbox's
+  servers listen on loopback, not on the forwarding rule's IP). `Host` is the check's `host`
+  when set; otherwise "host:port" of that address (GCE would send the forwarding rule's IP,
+  which the sandbox's servers do not care about).
 - An instance `resolve` cannot place is probed as a VM that never answers: it fails at the
   timeout. Such probes count in `probes()` like any other.
 - A pool referring to a check the fake does not hold (seeded pools are not verified) is not
@@ -30,7 +54,7 @@ All durations from the checks are multiplied by `time_scale`; `clock` stamps tra
 decides when probes are due.
 
 Observers (`add_observer`) see every state the prober passes through, in order: each
-transition and each change of the pair set comes with a copy of every pair's state taken in
+transition and each change of the key set comes with a copy of every key's state taken in
 the same critical section, so a test can judge every instant getHealth could have answered
 rather than a sample of them.
 """
@@ -40,6 +64,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import ipaddress
 import itertools
 import logging
 import threading
@@ -51,26 +76,46 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
+from . import urls
 from .fake import ComputeFake
+from .firewall_eval import AFTER_CLASSIC, Packet, Vm, decide
 from .prober_http import CheckConfig, probe_http
 from .store import HealthSource
 
 log = logging.getLogger(__name__)
 
 Resolve = Callable[[str, int], tuple[str, int] | None]
-# observer(clock time, {(check URL, instance URL): state}) after every change the prober makes
-Observer = Callable[[float, dict[tuple[str, str], str]], None]
+# (check URL, instance URL, forwarding rule IP); the IP is "" for a pool no rule points at
+Key = tuple[str, str, str]
+# observer(clock time, {key: state}) after every change the prober makes
+Observer = Callable[[float, dict[Key, str]], None]
+
+# Where GCE's probes for target-pool (and backend-service) external passthrough network load
+# balancers come from: GCE docs "Health checks overview", "Probe IP ranges and firewall rules".
+PROBE_RANGES = ("35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22")
+_PROBE_NETWORKS = tuple(ipaddress.IPv4Network(cidr) for cidr in PROBE_RANGES)
 
 HEALTHY = "HEALTHY"
 UNHEALTHY = "UNHEALTHY"
 _HISTORY = 1000  # transitions kept per instance
 
 
+@dataclass(frozen=True)
+class _Walls:
+    """The firewall in effect on one network: its VPC rules, policies, enforcement order."""
+
+    firewalls: tuple[dict[str, Any], ...] = ()
+    policies: tuple[dict[str, Any], ...] = ()
+    order: str = AFTER_CLASSIC
+
+
 @dataclass(eq=False)
 class _Pair:
     check: str
     instance: str
+    ip: str  # the forwarding rule's IP the probes go to; "" for none (no firewall gate)
     config: CheckConfig
+    vm: Vm
     first_due: float
     state: str = UNHEALTHY
     successes: int = 0  # consecutive
@@ -78,13 +123,19 @@ class _Pair:
     slot: float | None = None  # nominal time of the last probe; None before the first
     in_flight: bool = False
     gen: int = 0  # bumped to invalidate the pair's queued entry (its interval changed)
+    sent: int = 0  # probes sent, to pick each one's source address
+
+    @property
+    def key(self) -> Key:
+        return (self.check, self.instance, self.ip)
 
     def due(self, now: float) -> float:
         return self.first_due if self.slot is None else self.slot + self.config.interval
 
 
 class HealthProber:
-    """Probe every (check, instance) pair of the fake's target pools; serve getHealth from it.
+    """Probe every (check, instance, forwarding rule IP) of the fake's target pools through the
+    fake's firewall; serve getHealth from it.
 
     `resolve(instance_url, check_port)` gives the (host, port) to probe or None (no address). It
     is called on the probing loop for every probe, so it must be quick and must not block.
@@ -109,9 +160,11 @@ class HealthProber:
         self._rescan = rescan_sec
         self._max_in_flight = max_in_flight
         self._lock = threading.Lock()  # pairs' health state, counters, history, lifecycle
-        self._pairs: dict[tuple[str, str], _Pair] = {}
-        self._probes: Counter[tuple[str, str]] = Counter()
-        self._history: dict[str, deque[tuple[float, str, str]]] = {}
+        self._pairs: dict[Key, _Pair] = {}
+        self._pool_ips: dict[str, list[str]] = {}  # pool URL -> its rules' IPs, last rescan
+        self._probes: Counter[Key] = Counter()
+        self._dropped: Counter[Key] = Counter()
+        self._history: dict[str, deque[tuple[float, str, str, str]]] = {}
         self._observers: list[Observer] = []
         self._source: HealthSource = self.health  # the exact object installed in the fake
         self._previous: HealthSource | None = None
@@ -120,6 +173,7 @@ class HealthProber:
         # The probing loop's own state (touched by its thread only): due probes, earliest first.
         self._queue: list[tuple[float, int, int, _Pair]] = []  # (due, seq, gen, pair)
         self._seq = itertools.count()
+        self._walls: dict[str, _Walls] = {}  # network URL -> its firewall, from the last rescan
         self._wake = asyncio.Event()
         self._stopping = False
         self._closed = False
@@ -173,50 +227,86 @@ class HealthProber:
 
     # -- the health source and observability ---------------------------------------------------
 
-    def health(self, pool: dict[str, Any], instance_url: str) -> str | None:
-        """The fake's health_source: the state of (pool's check, instance); UNHEALTHY if unseen."""
+    def health(
+        self, pool: dict[str, Any], instance_url: str, ip_address: str | None = None
+    ) -> str | None:
+        """The fake's health_source: the state of (pool's check, instance, forwarding rule IP);
+        UNHEALTHY if not probed yet. Without an IP (getHealth of a pool no rule points at, or
+        a caller asking for the pool as a whole): HEALTHY only if HEALTHY at every IP of the
+        pool's forwarding rules as of the last rescan."""
         checks = pool.get("healthChecks") or []
         if not checks:
             return None  # no check: the fake's own rule applies
         with self._lock:
-            pair = self._pairs.get((checks[0], instance_url))
-            return UNHEALTHY if pair is None else pair.state
+            if ip_address is None:
+                ips = self._pool_ips.get(str(pool.get("selfLink")), [""])
+            else:
+                ips = [ip_address]
+            found = [self._pairs.get((checks[0], instance_url, ip)) for ip in ips]
+            healthy = all(pair is not None and pair.state == HEALTHY for pair in found)
+            return HEALTHY if healthy else UNHEALTHY
 
-    def probes(self, instance_url: str | None = None, check_url: str | None = None) -> int:
-        """HTTP probes sent so far (dropped pairs included), filtered by instance and/or check."""
+    def probes(
+        self,
+        instance_url: str | None = None,
+        check_url: str | None = None,
+        ip_address: str | None = None,
+    ) -> int:
+        """Probes sent so far (dropped keys and firewall-dropped probes included), filtered by
+        instance, check and/or forwarding rule IP ("" for pools no rule points at)."""
+        return self._count(self._probes, instance_url, check_url, ip_address)
+
+    def dropped(
+        self,
+        instance_url: str | None = None,
+        check_url: str | None = None,
+        ip_address: str | None = None,
+    ) -> int:
+        """Probes the firewall dropped so far, filtered as `probes`."""
+        return self._count(self._dropped, instance_url, check_url, ip_address)
+
+    def _count(
+        self, counter: Counter[Key], instance: str | None, check: str | None, ip: str | None
+    ) -> int:
         with self._lock:
             return sum(
                 n
-                for (check, instance), n in self._probes.items()
-                if instance_url in (None, instance) and check_url in (None, check)
+                for (c, i, a), n in counter.items()
+                if instance in (None, i) and check in (None, c) and ip in (None, a)
             )
 
     def transitions(
-        self, instance_url: str, check_url: str | None = None
+        self, instance_url: str, check_url: str | None = None, ip_address: str | None = None
     ) -> list[tuple[float, str]]:
-        """(clock time, new state) of the instance's state changes, oldest first: for one check,
-        or merged across every check probing it when `check_url` is None. The initial UNHEALTHY
-        of a new pair is not a transition; the last 1000 per instance are kept."""
+        """(clock time, new state) of the instance's state changes, oldest first: for one check
+        and/or one forwarding rule IP, or merged across every check and IP probing it when they
+        are None. The initial UNHEALTHY of a new key is not a transition; the last 1000 per
+        instance are kept."""
         with self._lock:
             history = list(self._history.get(instance_url, ()))
-        return [(t, state) for t, check, state in history if check_url in (None, check)]
+        return [
+            (t, state)
+            for t, check, ip, state in history
+            if check_url in (None, check) and ip_address in (None, ip)
+        ]
 
     def add_observer(self, observer: Observer) -> None:
         """Call `observer(clock time, states)` after each transition and each change of the
-        pair set (a check attached or detached, an instance or pool added or removed), where
-        `states` maps every (check URL, instance URL) pair probed then to its state. Called on
+        key set (a check attached or detached, an instance, pool or forwarding rule added or
+        removed), where `states` maps every (check URL, instance URL, forwarding rule IP) key
+        probed then to its state (IP "" for a pool no rule points at). Called on
         the probing thread, outside the prober's lock, in the order the changes happened: keep
         it quick (hand the snapshot to another thread). An exception is logged and ignored."""
         with self._lock:
             self._observers.append(observer)
 
-    def _states(self) -> tuple[list[Observer], dict[tuple[str, str], str]]:
+    def _states(self) -> tuple[list[Observer], dict[Key, str]]:
         """Under the lock: who to tell and what (nothing copied when nobody listens)."""
         if not self._observers:
             return [], {}
         return list(self._observers), {key: pair.state for key, pair in self._pairs.items()}
 
-    def _notify(self, at: float, told: list[Observer], states: dict[tuple[str, str], str]) -> None:
+    def _notify(self, at: float, told: list[Observer], states: dict[Key, str]) -> None:
         for observer in told:
             try:
                 observer(at, dict(states))
@@ -224,7 +314,12 @@ class HealthProber:
                 log.exception("health prober: an observer failed")
 
     def pairs(self) -> set[tuple[str, str]]:
-        """The (check URL, instance URL) pairs being probed now."""
+        """The (check URL, instance URL) pairs being probed now, at whatever IPs."""
+        with self._lock:
+            return {(check, instance) for check, instance, _ in self._pairs}
+
+    def probe_keys(self) -> set[Key]:
+        """The (check URL, instance URL, forwarding rule IP) keys being probed now."""
         with self._lock:
             return set(self._pairs)
 
@@ -280,30 +375,36 @@ class HealthProber:
         heapq.heappush(self._queue, (due, next(self._seq), pair.gen, pair))
 
     def _current(self, pair: _Pair) -> bool:
-        return self._pairs.get((pair.check, pair.instance)) is pair
+        return self._pairs.get(pair.key) is pair
 
     def _rescan_fake(self) -> None:
         try:
-            wanted = self._targets()
+            wanted, walls, pool_ips = self._targets()
         except Exception:  # keep probing what is known; a later scan may succeed
             log.exception("health prober: reading the Compute fake failed")
             return
         now = self._clock()
         requeue: list[_Pair] = []
         told: list[Observer] = []
-        states: dict[tuple[str, str], str] = {}
+        states: dict[Key, str] = {}
+        self._walls = walls  # read by probes, on this same thread
         with self._lock:
+            self._pool_ips = pool_ips
             gone = self._pairs.keys() - wanted.keys()
             added = wanted.keys() - self._pairs.keys()
             for key in gone:
                 del self._pairs[key]  # its queued entry goes stale
-            for key, config in wanted.items():
+            for key, (config, vm) in wanted.items():
                 pair = self._pairs.get(key)
                 if pair is None:
-                    phase = zlib.crc32("\n".join(key).encode()) / 2**32  # in [0, 1)
-                    pair = self._pairs[key] = _Pair(*key, config, now + phase * config.interval)
+                    named = "\n".join(part for part in key if part)
+                    phase = zlib.crc32(named.encode()) / 2**32  # in [0, 1)
+                    first = now + phase * config.interval
+                    pair = self._pairs[key] = _Pair(*key, config, vm, first)
                     requeue.append(pair)
-                elif pair.config != config:
+                    continue
+                pair.vm = vm
+                if pair.config != config:
                     if pair.config.interval != config.interval:
                         pair.gen += 1  # the queued due time is wrong now
                         requeue.append(pair)
@@ -315,18 +416,59 @@ class HealthProber:
                 self._enqueue(pair)
         self._notify(now, told, states)
 
-    def _targets(self) -> dict[tuple[str, str], CheckConfig]:
-        checks = {c["selfLink"]: c for c in self._fake.all_resources("httpHealthChecks")}
-        wanted: dict[tuple[str, str], CheckConfig] = {}
-        for pool in self._fake.all_resources("targetPools"):
+    def _targets(
+        self,
+    ) -> tuple[dict[Key, tuple[CheckConfig, Vm]], dict[str, _Walls], dict[str, list[str]]]:
+        """What to probe (each key's check and VM), the firewall of every network, and the
+        forwarding rule IPs of every pool."""
+        fake = self._fake
+        checks = {c["selfLink"]: c for c in fake.all_resources("httpHealthChecks")}
+        ips: dict[str, list[str]] = {}
+        for rule in fake.all_resources("forwardingRules"):
+            if rule.get("target") and rule.get("IPAddress"):
+                found = ips.setdefault(str(rule["target"]), [])
+                if rule["IPAddress"] not in found:
+                    found.append(str(rule["IPAddress"]))
+        vms = {i["selfLink"]: _vm_of(i) for i in fake.all_resources("instances")}
+        default_tags = frozenset(fake.default_instance_tags)
+        default_accounts = frozenset(fake.default_instance_service_accounts)
+        wanted: dict[Key, tuple[CheckConfig, Vm]] = {}
+        for pool in fake.all_resources("targetPools"):
             for check_url in pool.get("healthChecks", [])[:1]:  # a pool has at most one
                 check = checks.get(check_url)
                 if check is None:
                     continue
                 config = CheckConfig.of(check, self._scale)
                 for instance in pool.get("instances", []):
-                    wanted[(check_url, instance)] = config
-        return wanted
+                    vm = vms.get(instance) or Vm(
+                        _default_network(instance), default_tags, default_accounts
+                    )
+                    for ip in ips.get(pool["selfLink"]) or [""]:
+                        wanted[(check_url, instance, ip)] = (config, vm)
+        walls: dict[str, _Walls] = {}
+        by_network: dict[str, list[dict[str, Any]]] = {}
+        for rule in fake.all_resources("firewalls"):
+            by_network.setdefault(str(rule.get("network")), []).append(rule)
+        for network in fake.all_resources("networks"):
+            url = network["selfLink"]
+            ref = urls.parse_ref(url, "")
+            policies = fake.firewall_policies(ref.project, ref.name) if ref else []
+            order = network.get("networkFirewallPolicyEnforcementOrder") or AFTER_CLASSIC
+            walls[url] = _Walls(tuple(by_network.get(url, ())), tuple(policies), order)
+        return wanted, walls, ips
+
+    def _admitted(self, pair: _Pair) -> bool:
+        """Would GCE's firewall deliver this probe? (Probing loop only.) A pool no forwarding
+        rule points at is not gated."""
+        if not pair.ip:
+            return True
+        network = _PROBE_NETWORKS[pair.sent % len(_PROBE_NETWORKS)]
+        spread = zlib.crc32(f"{pair.check}\n{pair.instance}\n{pair.ip}\n{pair.sent}".encode())
+        source = network.network_address + spread % network.num_addresses
+        pair.sent += 1
+        walls = self._walls.get(pair.vm.network, _Walls())
+        packet = Packet(str(source), pair.ip, pair.config.port)
+        return decide(packet, pair.vm, walls.firewalls, walls.policies, walls.order).allowed
 
     async def _probe(self, pair: _Pair, slots: asyncio.Semaphore) -> None:
         config = pair.config
@@ -335,11 +477,18 @@ class HealthProber:
         except Exception:
             log.exception("health prober: resolve(%s, %d) failed", pair.instance, config.port)
             target = None
-        with self._lock:
-            self._probes[(pair.check, pair.instance)] += 1
         try:
-            if target is None:
-                await asyncio.sleep(config.timeout)  # nobody answers
+            admitted = self._admitted(pair)
+        except Exception:  # a rule the evaluator cannot read: the probe is not delivered
+            log.exception("health prober: judging the firewall for %s failed", pair.key)
+            admitted = False
+        with self._lock:
+            self._probes[pair.key] += 1
+            if not admitted:
+                self._dropped[pair.key] += 1
+        try:
+            if target is None or not admitted:
+                await asyncio.sleep(config.timeout)  # nobody answers, or the packet is dropped
                 ok = False
             else:
                 async with slots:
@@ -371,6 +520,24 @@ class HealthProber:
                 return
             pair.state = new
             history = self._history.setdefault(pair.instance, deque(maxlen=_HISTORY))
-            history.append((now, pair.check, new))
+            history.append((now, pair.check, pair.ip, new))
             told, states = self._states()
         self._notify(now, told, states)
+
+
+def _vm_of(instance: dict[str, Any]) -> Vm:
+    """A seeded instance as firewall targeting sees it (its first interface's network)."""
+    nics = instance.get("networkInterfaces") or [{}]
+    accounts = instance.get("serviceAccounts") or []
+    return Vm(
+        network=str(nics[0].get("network", "")),
+        tags=frozenset((instance.get("tags") or {}).get("items", [])),
+        service_accounts=frozenset(str(a.get("email", "")) for a in accounts),
+    )
+
+
+def _default_network(instance_url: str) -> str:
+    """The "default" network of an unseeded instance's project."""
+    ref = urls.parse_ref(instance_url, "")
+    project = ref.project if ref is not None else ""
+    return urls.resource_url(project, "global", "networks", "default")

@@ -99,6 +99,13 @@ COMPUTE_ROUTES: tuple[Route, ...] = (
     Route("firewalls", "delete", "DELETE", f"{_FW}/{{firewall}}", firewalls.handle_delete),
     Route("networks", "get", "GET", f"{_P}/global/networks/{{network}}", networks.handle_get),
     Route("networks", "list", "GET", f"{_P}/global/networks", networks.handle_list),
+    Route(
+        "networks",
+        "getEffectiveFirewalls",
+        "GET",
+        f"{_P}/global/networks/{{network}}/getEffectiveFirewalls",
+        networks.handle_get_effective_firewalls,
+    ),
     Route("targetPools", "get", "GET", f"{_TP}/{{targetPool}}", target_pools.handle_get),
     Route("targetPools", "list", "GET", _TP, target_pools.handle_list),
     Route("targetPools", "insert", "POST", _TP, target_pools.handle_insert),

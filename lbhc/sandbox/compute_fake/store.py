@@ -69,7 +69,8 @@ GCE_REGIONS = frozenset(
     }
 )
 
-HealthSource = Callable[[dict[str, Any], str], str | None]
+# health_source(pool, instance URL, forwarding rule IP or None) -> state, or None: fall back
+HealthSource = Callable[[dict[str, Any], str, str | None], str | None]
 
 BucketKey = tuple[str, str, str]  # (collection, project, scope)
 
@@ -95,6 +96,12 @@ class Store:
         self.in_use_delete_mode = "http"
         self.health_source: HealthSource | None = None
         self.instance_health: dict[str, str] = {}
+        # Firewall policies in effect per (project, network name), in evaluation order, as
+        # networks.getEffectiveFirewalls lists them (ComputeFake.add_firewall_policy).
+        self.firewall_policies: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        # What the prober assumes of a pool instance that was never seeded (add_instance).
+        self.default_instance_tags: tuple[str, ...] = ()
+        self.default_instance_service_accounts: tuple[str, ...] = ()
         self.regions: set[str] = set(DEFAULT_REGIONS)
         # The projects that exist: every one seeded or named (ComputeFake.add_project). While
         # none is, the fake answers for any project, as tests of one resource expect.

@@ -84,6 +84,7 @@ class Clients:
             "client_options": {"api_endpoint": base_url},
         }
         self.firewalls = compute_v1.FirewallsClient(**kwargs)
+        self.networks = compute_v1.NetworksClient(**kwargs)
         self.target_pools = compute_v1.TargetPoolsClient(**kwargs)
         self.forwarding_rules = compute_v1.ForwardingRulesClient(**kwargs)
         self.global_ops = compute_v1.GlobalOperationsClient(**kwargs)

@@ -29,6 +29,7 @@ REQUIRED_METHODS = (
     | {
         ("networks", "get"),
         ("networks", "list"),
+        ("networks", "getEffectiveFirewalls"),
         ("forwardingRules", "get"),
         ("forwardingRules", "list"),
         ("forwardingRules", "insert"),
@@ -199,8 +200,22 @@ def populated(clock: Any) -> tuple[ComputeFake, Any]:
     rule = {"name": "fr", "target": pool, "portRange": "80", "IPAddress": "10.1.2.3"}
     assert _call(fake, "POST", f"projects/{p}/regions/{r}/forwardingRules", rule)[0] == 200
     fake.add_instance(
-        p, "us-central1-a", "n1", network_ip="10.128.0.9", metadata={"k": "v"}, tags=["node"]
+        p,
+        "us-central1-a",
+        "n1",
+        network_ip="10.128.0.9",
+        metadata={"k": "v"},
+        tags=["node"],
+        service_accounts=["nodes@proj.iam.gserviceaccount.com"],
     )
+    rule_ = {
+        "priority": 10,
+        "action": "goto_next",
+        "direction": "INGRESS",
+        "match": {"srcIpRanges": ["35.191.0.0/16"], "layer4Configs": [{"ipProtocol": "all"}]},
+    }
+    org = {"name": "1", "shortName": "org", "type": "HIERARCHY", "priority": 0, "rules": [rule_]}
+    fake.add_firewall_policy(p, "default", org)
     return fake, clock
 
 
@@ -215,6 +230,10 @@ def test_resources_and_lists_conform(populated: tuple[ComputeFake, Any]) -> None
         (f"projects/{p}/global/firewalls", "FirewallList"),
         (f"projects/{p}/global/networks/default", "Network"),
         (f"projects/{p}/global/networks", "NetworkList"),
+        (
+            f"projects/{p}/global/networks/default/getEffectiveFirewalls",
+            "NetworksGetEffectiveFirewallsResponse",
+        ),
         (f"projects/{p}/regions/{r}/targetPools/pool", "TargetPool"),
         (f"projects/{p}/regions/{r}/targetPools", "TargetPoolList"),
         (f"projects/{p}/aggregated/targetPools", "TargetPoolAggregatedList"),

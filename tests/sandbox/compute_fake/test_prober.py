@@ -473,7 +473,7 @@ def test_observers_see_every_pair_change_and_transition_in_order(
 ) -> None:
     """The soak's black-hole monitor judges each state getHealth could answer: it needs the
     pair appearing (UNHEALTHY), each transition, and the pair going, with the states then."""
-    seen: list[tuple[float, dict[tuple[str, str], str]]] = []
+    seen: list[tuple[float, dict[tuple[str, str, str], str]]] = []
     prober.add_observer(lambda at, states: seen.append((at, states)))
     prober.add_observer(lambda at, states: 1 / 0)  # a broken observer harms no one
     server = one_node(fake, servers, resolver)
@@ -484,9 +484,9 @@ def test_observers_see_every_pair_change_and_transition_in_order(
     remove_check(server_api, "pool", HC)
     wait_for(lambda: seen and not seen[-1][1], 10, "the pair's removal observed")
     assert [states for _, states in seen] == [
-        {(HC, A): "UNHEALTHY"},  # attached: unhealthy until its first probe passes
-        {(HC, A): "HEALTHY"},
-        {(HC, A): "UNHEALTHY"},
+        {(HC, A, ""): "UNHEALTHY"},  # attached: unhealthy until its first probe passes
+        {(HC, A, ""): "HEALTHY"},
+        {(HC, A, ""): "UNHEALTHY"},
         {},
     ]
     times = [at for at, _ in seen]

@@ -193,7 +193,7 @@ def test_a_failing_health_source_is_a_500(api: Any, fake: ComputeFake) -> None:
     instance = f"projects/{P}/zones/us-central1-a/instances/n1"
     fake.add_target_pool(P, R, "pool", instances=[instance], health_checks=["hc"])
 
-    def broken(pool: dict[str, Any], instance: str) -> str | None:
+    def broken(pool: dict[str, Any], instance: str, ip: str | None) -> str | None:
         raise RuntimeError("prober down")
 
     fake.health_source = broken

@@ -183,7 +183,8 @@ def test_get_health(clients: Any, seeded: ComputeFake) -> None:
     ]
     seen: list[tuple[str, str]] = []
 
-    def prober(pool: dict[str, Any], instance: str) -> str | None:
+    def prober(pool: dict[str, Any], instance: str, ip: str | None) -> str | None:
+        assert ip == "34.1.2.3"  # asked per forwarding rule IP
         seen.append((pool["name"], instance))
         return "UNHEALTHY" if instance == N1 else None  # None: fall back to the set state
 

@@ -136,6 +136,7 @@ def seed(
     tags: Iterable[str],
     description: str,
     machine_type: str,
+    service_accounts: Iterable[str] = (),
 ) -> dict[str, Any]:
     """A RUNNING VM with one network interface, as `gcloud compute instances create` leaves it."""
     scope = urls.zone_scope(zone)
@@ -169,6 +170,10 @@ def seed(
     }
     if description:
         fields["description"] = description
+    emails = list(dict.fromkeys(service_accounts))
+    if emails:
+        auth = "https://www.googleapis.com/auth/cloud-platform"
+        fields["serviceAccounts"] = [{"email": e, "scopes": [auth]} for e in emails]
     tag_items = list(dict.fromkeys(tags))
     fields["tags"] = {"fingerprint": store.ids.fingerprint()}
     if tag_items:

@@ -5,6 +5,17 @@ Choices where the real API is not documented precisely:
 - removeHealthCheck of a check not on the pool is accepted and ends DONE with no change.
 - Instances are not checked for existence: pools are seeded with instance URLs whether or not
   the instances were seeded (add_instance), as the sandbox seeds them without.
+- getHealth of an instance that is not in the pool answers 400 `invalid` on
+  `resource.instance`, "Instance is not in the target pool.". Nothing public that we found
+  shows the real answer for getHealth: the API reference ("Method: targetPools.getHealth")
+  only names the pool as the one "to which the queried instance belongs". The nearest
+  documented sibling is targetPools.removeInstance of a non-member, which real GCE answers 400
+  `invalid` "Invalid value for field 'resource.instance': '<url>'. Instance is not currently
+  attached to this target pool." (seen in cloudfoundry/bosh-google-cpi-release#318); the
+  status and reason follow it, the message is unverified.
+- getHealth lists one healthStatus per forwarding rule pointing at the pool (its IP and first
+  port), each with the state the health source keeps for that IP (probes go to each rule's
+  IP, so health is per IP); a pool no rule points at gets one entry without an IP.
 """
 
 from __future__ import annotations
@@ -259,16 +270,17 @@ def handle_get_health(req: Request) -> Response:
         rules = copy.deepcopy(_forwarding_users(store, req.project, req.scope, pool["selfLink"]))
         fallback = store.instance_health.get(instance)
         source = store.health_source
-    state: str | None = None
-    if not pool.get("healthChecks"):
-        state = "HEALTHY"  # a pool without a check treats every instance as healthy
-    elif source is not None:
-        state = source(pool, instance)
-    state = state or fallback or "HEALTHY"
     statuses: list[dict[str, Any]] = []
     targets: list[dict[str, Any] | None] = list(rules) or [None]
     for rule in targets:
-        status: dict[str, Any] = {"healthState": state, "instance": instance}
+        ip = None if rule is None else str(rule["IPAddress"])
+        state: str | None = None
+        if not pool.get("healthChecks"):
+            state = "HEALTHY"  # a pool without a check treats every instance as healthy
+        elif source is not None:
+            state = source(pool, instance, ip)  # probes go to each IP: health is per IP
+        status: dict[str, Any] = {"healthState": state or fallback or "HEALTHY"}
+        status["instance"] = instance
         if rule is not None:
             status["ipAddress"] = rule["IPAddress"]
             if rule.get("portRange"):
