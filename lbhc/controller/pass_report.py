@@ -62,7 +62,7 @@ class PassReporter:
         conflicting = sum(
             1
             for s in report.services
-            if s.coverage in blocked and s.lbhc is LbhcCheckState.NOT_ATTACHED
+            if s.check_coverage in blocked and s.lbhc is LbhcCheckState.NOT_ATTACHED
         )
         self._metrics.pools.labels("conflicting").set(conflicting)
 

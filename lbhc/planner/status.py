@@ -57,6 +57,13 @@ class ServiceStatus:
     # unknown; "" with no check), and why.
     probe_reach: str = ""
     probe_reach_reason: str = ""
+    # What the pool carries when `coverage` shows probe-blocked instead (None: as shown).
+    carried: Coverage | None = None
+
+    @property
+    def check_coverage(self) -> Coverage:
+        """The coverage of the check the pool carries, whether its probes get in or not."""
+        return self.carried or self.coverage
 
     def to_json(self) -> dict[str, str]:
         return {
@@ -241,6 +248,7 @@ class _ServiceJudge:
             why,
             probes.reach.value,
             probes.explain(),
+            cover.kind if shown is not cover.kind else None,
         )
 
     def _judge(self, claim: PoolClaim, cover: PoolCoverage) -> tuple[LbhcCheckState, str]:

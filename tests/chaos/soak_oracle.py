@@ -120,6 +120,9 @@ class Ours:
     checks: frozenset[str]  # names of checks carrying our ownership mark
     firewalls: frozenset[str]
     carrying: frozenset[str]  # pools carrying our check
+    # Pools carrying another check on kube-proxy's port (the cloud provider's): lbhc's rule
+    # may stay for them, since the cloud provider pins its own to one load balancer's IP.
+    others_on_port: frozenset[str] = frozenset()
 
 
 def ours(compute: ComputeFake, project: str, region: str, cluster_id: str, url: str) -> Ours:
@@ -131,14 +134,24 @@ def ours(compute: ComputeFake, project: str, region: str, cluster_id: str, url: 
         )
 
     wanted = resource_path(url)
+    pools = compute.target_pools(project, region).items()
     carrying = frozenset(
         name
-        for name, pool in compute.target_pools(project, region).items()
+        for name, pool in pools
         if any(resource_path(str(u)) == wanted for u in pool.get("healthChecks", []))
     )
-    return Ours(
-        owned(compute.http_health_checks(project)), owned(compute.firewalls(project)), carrying
+    checks = compute.http_health_checks(project)
+    on_port = {
+        resource_path(str(c.get("selfLink", "")))
+        for c in checks.values()
+        if c.get("port") == 10256 and resource_path(str(c.get("selfLink", ""))) != wanted
+    }
+    others = frozenset(
+        name
+        for name, pool in pools
+        if any(resource_path(str(u)) in on_port for u in pool.get("healthChecks", []))
     )
+    return Ours(owned(checks), owned(compute.firewalls(project)), carrying, others)
 
 
 def shared_problems(
@@ -152,8 +165,10 @@ def shared_problems(
     if strays:
         problems.append(f"resources of ours under other names: {sorted(strays)}")
     if not eligible:
-        leaked += len(found.checks & {name}) + len(found.firewalls & {name}) + len(found.carrying)
-        if found.checks or found.firewalls or found.carrying:
+        # lbhc's rule stays while other owners' pools on the port may need it for their probes.
+        firewalls = found.firewalls if not found.others_on_port else found.firewalls - {name}
+        leaked += len(found.checks & {name}) + len(firewalls & {name}) + len(found.carrying)
+        if found.checks or firewalls or found.carrying:
             problems.append(
                 f"no eligible Service, yet checks {sorted(found.checks)}, firewalls "
                 f"{sorted(found.firewalls)}, pools carrying ours {sorted(found.carrying)}"
