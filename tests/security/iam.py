@@ -20,6 +20,8 @@ METHOD_PERMISSIONS: dict[tuple[str, str], frozenset[str]] = {
     ("httpHealthChecks", "patch"): frozenset({"compute.httpHealthChecks.update"}),
     ("httpHealthChecks", "delete"): frozenset({"compute.httpHealthChecks.delete"}),
     ("firewalls", "get"): frozenset({"compute.firewalls.get"}),
+    ("networks", "get"): frozenset({"compute.networks.get"}),
+    ("networks", "getEffectiveFirewalls"): frozenset({"compute.networks.getEffectiveFirewalls"}),
     ("firewalls", "list"): frozenset({"compute.firewalls.list"}),
     ("firewalls", "insert"): frozenset({"compute.firewalls.create", _UPDATE_POLICY}),
     ("firewalls", "update"): frozenset({"compute.firewalls.update", _UPDATE_POLICY}),

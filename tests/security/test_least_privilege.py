@@ -76,6 +76,7 @@ def _calls() -> dict[str, Callable[[Gce], object]]:
         "add_health_check": lambda g: g.client.add_health_check(g.pool, url),
         "get_health": lambda g: g.client.get_health(g.pool, node),
         "read_snapshot": lambda g: g.client.read_snapshot(check.name),
+        "read_effective_firewall": lambda g: g.client.read_effective_firewall(),
         "remove_health_check": lambda g: g.client.remove_health_check(g.pool, url),
         "delete_http_health_check": lambda g: g.client.delete_http_health_check(check.name),
         "delete_firewall": lambda g: g.client.delete_firewall(firewall.name),
@@ -91,7 +92,10 @@ COMPOSITE = {
         "get_firewall",
         "list_target_pools",
         "list_forwarding_rules",
-    )
+        "get_network",
+        "get_effective_firewalls",
+    ),
+    "read_effective_firewall": ("get_network", "get_effective_firewalls"),
 }
 GLOBAL_OPS = set(PERMISSIONS_BY_CALL["wait_global_operation"])
 REGION_OPS = set(PERMISSIONS_BY_CALL["wait_region_operation"])
