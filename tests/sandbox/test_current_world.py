@@ -212,9 +212,12 @@ def test_a_fully_covered_cluster_plans_nothing_and_apply_writes_nothing(
         timeout=30,
         what="the legacy Service's load balancer gone",
     )
+    # The cloud provider pinned its node firewall to the first load balancer's IP, so the
+    # other pool's probes meet the implied deny: lbhc plans only its own unpinned rule, with
+    # GCE's getHealth of the admitted pool as evidence, and no check.
     code, out = lbhc(sandbox, capsys, "plan", "--detailed-exitcode")
-    assert code == 0, out
+    assert code == 2 and "no rule admits" in out and "getHealth calls" in out, out
     assert lbhc(sandbox, capsys, "apply")[0] == 0
-    assert lbhc_writes(sandbox) == []
+    assert [w for w in lbhc_writes(sandbox) if "firewalls" not in str(w)] == []
     body = status(sandbox, capsys)
-    assert body["warnings"] == [] and body["coverageCounts"]["cloud-provider"] == 2
+    assert body["coverageCounts"]["cloud-provider"] == 2
