@@ -107,10 +107,11 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     assert cold["gce_calls"]["POST httpHealthChecks"] == cold["gce_calls"]["POST firewalls"] == 1
     steady = figures["full-pools"]["steady_state"]
     assert steady["writes"] == 0 and steady["changes"] == 0
-    # 2 gets, then 1 page each of legacy checks, pools and rules
-    assert steady["reads"] == steady["reads_allowed"] == 5
+    # 2 gets, the network and its effective firewall, then 1 page each of legacy checks,
+    # pools and rules
+    assert steady["reads"] == steady["reads_allowed"] == 7
     assert steady["per_service"]["reads"] == 20  # a pool and a check per LoadBalancer Service
-    assert steady["ratio_reads"] == 4.0  # 20 reads against 5
+    assert steady["ratio_reads"] == 2.9  # 20 reads against 7
     well_formed_targets(figures, 6)
 
     from tests.bench.markdown import render

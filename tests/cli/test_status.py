@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from lbhc.model.cloud import firewall_to_json
 from lbhc.model.cluster import DaemonSet
 from tests.builders import (
     PROJECT,
@@ -17,6 +18,7 @@ from tests.builders import (
     kube_proxy_pod,
     names,
     node,
+    our_firewall,
     pool_for,
     service,
 )
@@ -57,9 +59,12 @@ def scale_down_cluster(tmp_path: Path) -> Path:
 
 
 def attach_everything(compute: ComputeEnv) -> str:
-    """web's pool carries the check, with node-1 and node-2 in it; old-1 is no longer in it."""
+    """web's pool carries the check, with node-1 and node-2 in it; old-1 is no longer in it;
+    lbhc's firewall lets the health checkers reach them, as lbhc makes it with the check."""
     web = service("web")
     compute.fake.add_http_health_check(PROJECT, NAME, port=10256, requestPath="/healthz")
+    rule = firewall_to_json(our_firewall())
+    compute.fake.add_firewall(PROJECT, NAME, **{k: v for k, v in rule.items() if k != "name"})
     return add_load_balancer(
         compute.fake, pool_for(web).name, web.key, nodes=("node-1", "node-2"), health_checks=(URL,)
     )

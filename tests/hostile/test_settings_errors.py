@@ -69,6 +69,7 @@ BAD_VALUES = (
     Bad("unhealthy_threshold", "11", "less than or equal to 10"),
     Bad("raise_only_timings", "maybe", "expected true or false"),
     Bad("health_check_mode", "replace", "'coexist' or 'takeover'"),
+    Bad("unblock_probes", "sometimes", "expected true or false"),
     Bad(
         "load_balancer_classes",
         "example.com/a,not a class",
@@ -76,6 +77,7 @@ BAD_VALUES = (
     ),
     Bad("opt_out_annotation", "not an annotation!", "expected a qualified name"),
     Bad("unknown_version_policy", "maybe", "'fallback' or 'assume-supported'"),
+    Bad("replacement_serves_healthz", "perhaps", "'auto', 'yes' or 'no'"),
     Bad("kube_proxy_namespace", "Kube_System", "expected a DNS label"),
     Bad("kube_proxy_selector", "k8s-app in (kube-proxy)", "expected equality label selectors"),
     Bad("fallback_policy", "assume-version latest", "expected any-old-node, never"),

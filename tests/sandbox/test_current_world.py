@@ -147,10 +147,12 @@ def test_a_traffic_policy_flip_recreates_the_pool_and_lbhc_follows(
     code, out = lbhc(sandbox, capsys, "plan", "--output", "json")
     assert code == 0, out
     kinds = {(c["action"], c["kind"]) for c in json.loads(out)["changes"]}
-    # Nothing needs lbhc's check any more: it and its firewall are collected, nothing else.
-    assert kinds == {("delete", "HttpHealthCheck"), ("delete", "Firewall")}
+    # Nothing needs lbhc's check any more: it is collected. Its firewall stays: the cloud
+    # provider pinned its own to web-0's IP, so only lbhc's admits web-1's probes.
+    assert kinds == {("delete", "HttpHealthCheck")}
     services = {s["service"]: s["coverage"] for s in status(sandbox, capsys)["services"]}
     assert services["demo/legacy-2"] == "local"
+    assert services["demo/web-1"] == "cloud-provider"
 
     sandbox.set_traffic_policy(SPEC.namespace, "legacy-2", "Cluster")
     wait_for(lambda: len(sandbox.recreations) == 2, timeout=30, what="recreated again")
