@@ -29,20 +29,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from lbhc.model.cloud import Firewall, FirewallAllowed, resource_path
-from lbhc.model.firewall import (
-    ALLOW,
-    DENY,
-    GOTO_NEXT,
-    HIERARCHY,
-    NETWORK,
-    EffectiveFirewall,
-    PolicyRule,
+from lbhc.model.cloud import Firewall
+from lbhc.model.firewall import ALLOW, DENY, GOTO_NEXT, HIERARCHY, NETWORK, EffectiveFirewall
+from lbhc.planner.firewall_rules import (
+    Backends,
+    ProbeRule,
+    Span,
+    admits_port,
+    policy_rules,
+    spans,
+    target_of,
+    vpc_rules,
 )
 
-IPv4Net = ipaddress.IPv4Network
-_TCP = frozenset({"tcp", "all", "6"})
 _MAX_NEAR_MISSES = 2
+_IMPLIED_DENY = "no rule admits them (the implied deny ingress)"
 
 
 class Reach(StrEnum):
@@ -50,15 +51,6 @@ class Reach(StrEnum):
     BLOCKED = "blocked"  # none does: every instance reads UNHEALTHY, the pool fails open
     PARTLY_BLOCKED = "partly-blocked"  # some probe sources are dropped
     UNKNOWN = "unknown"  # a rule lbhc cannot evaluate could decide
-
-
-@dataclass(frozen=True, slots=True)
-class Backends:
-    """The VMs the probes must reach: the cluster's nodes."""
-
-    network: str  # URL or path of their VPC network
-    tags: tuple[str, ...]
-    service_accounts: tuple[str, ...] | None = None  # None: not known to lbhc
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,251 +112,93 @@ def _rules_of(decisions: Iterable[Decision]) -> str:
     return "; ".join(dict.fromkeys(d.by for d in decisions))
 
 
-def cloud_provider_deny_rule(rule: Firewall) -> bool:
-    """The cloud provider's per-LB deny rule (cloud-provider-gcp gce_loadbalancer_external.go
-    ensureDenyNodeFirewall, MakeFirewallDenyName `k8s-fw-<lb>-deny`, at
-    firewallPriorityDeny 1000 with `enableL4DenyFirewallRule`): its own allows then sit at
-    firewallPriorityAllow, 999, above it."""
-    return (
-        rule.name.startswith("k8s-fw-")
-        and rule.name.endswith("-deny")
-        and bool(rule.denied)
-        and rule.priority == CLOUD_PROVIDER_DENY_PRIORITY
-    )
-
-
-CLOUD_PROVIDER_DENY_PRIORITY = 1000
-CLOUD_PROVIDER_ALLOW_PRIORITY = 999
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    """A VPC rule or a policy rule reduced to what matters for these probes."""
-
-    name: str
-    priority: int
-    action: str
-    sources: tuple[IPv4Net, ...]
-    other_sources: bool
-    dests: tuple[IPv4Net, ...] | None  # None: any destination
-    other_dests: bool
-    target: bool | None  # applies to the nodes: yes, or unknown (no rules are kept)
-    fixable: bool = False
-
-    def matches(self, source: int, destination: int) -> bool | None:
-        src = any(_contains(n, source) for n in self.sources) or (
-            None if self.other_sources else False
-        )
-        if src is False:
-            return False
-        dst: bool | None = True
-        if self.dests is not None:
-            dst = any(_contains(n, destination) for n in self.dests) or (
-                None if self.other_dests else False
-            )
-        if dst is False:
-            return False
-        if src is True and dst is True and self.target is True:
-            return True
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class _Stage:
-    """One policy, or the VPC rules: its rules in the order they are met. A stage whose
-    rules all miss (or that says goto_next) hands the probe to the next."""
-
-    rules: tuple[_Rule, ...]
-
-
-def _contains(net: IPv4Net, address: int) -> bool:
-    return int(net.network_address) <= address <= int(net.broadcast_address)
-
-
-def _nets(ranges: Iterable[str]) -> tuple[IPv4Net, ...]:
-    nets = []
-    for text in ranges:
-        try:
-            net = ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            continue  # not something GCE accepts; it cannot match
-        if isinstance(net, IPv4Net):
-            nets.append(net)
-    return tuple(nets)
-
-
-def _admits_port(entries: Sequence[FirewallAllowed], port: int) -> bool:
-    for entry in entries:
-        if entry.ip_protocol.lower() not in _TCP:
-            continue
-        if not entry.ports or any(_in_port_spec(spec, port) for spec in entry.ports):
-            return True
-    return False
-
-
-def _in_port_spec(spec: str, port: int) -> bool:
-    low, _, high = spec.partition("-")
-    try:
-        return int(low) <= port <= int(high or low)
-    except ValueError:
-        return False
-
-
-def _same_network(a: str, b: str) -> bool:
-    return resource_path(a).rstrip("/") == resource_path(b).rstrip("/")
+# A rule where GCE meets it: (stage, position within the stage).
+_Placed = tuple[tuple[int, int], ProbeRule]
+# ... and whether it matches the destination asked about (None: cannot tell).
+_Met = tuple[tuple[int, int], ProbeRule, bool | None]
 
 
 @dataclass
 class ReachEvaluator:
     """What one effective firewall does with one check's probes to the nodes, for any
     destination: built once per (firewall, port), then asked per forwarding-rule IP.
-    Verdicts depend on the destination only through rules with destination ranges, so
-    they are computed once per distinct set of those that match."""
+
+    A destination changes the verdict only through rules with destination ranges, which
+    are indexed by address (the cloud provider pins its rules, and with
+    enableL4DenyFirewallRule denies, to single load-balancer IPs: thousands of /32s), so a
+    verdict walks the rules without destination ranges plus the few that name its IP, and
+    destinations that match the same ones share one computed verdict."""
 
     firewall: EffectiveFirewall
     backends: Backends
     port: int
     sources: tuple[str, ...]
     extra_rules: tuple[Firewall, ...] = ()  # VPC rules as if they existed (a planned one)
-    _stages: tuple[_Stage, ...] = field(init=False)
-    _cells: tuple[tuple[int, int], ...] = field(init=False)  # elementary source intervals
-    _dest_ranged: tuple[_Rule, ...] = field(init=False)
-    _memo: dict[tuple[bool | None, ...], ProbeVerdict] = field(init=False, default_factory=dict)
-    _near: tuple[tuple[str, tuple[IPv4Net, ...]], ...] = field(init=False)
+    _anywhere: list[_Placed] = field(init=False)  # rules without destination ranges
+    _by_address: dict[int, list[_Placed]] = field(init=False)  # single-address destinations
+    _wide: list[_Placed] = field(init=False)  # other destination-ranged rules
+    _cells: tuple[Span, ...] = field(init=False)  # elementary probe source intervals
+    _near: tuple[tuple[str, tuple[Span, ...]], ...] = field(init=False)
+    _memo: dict[tuple[tuple[tuple[int, int], bool | None], ...], tuple[Decision, ...]] = field(
+        init=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
-        vpc = self._vpc_stage((*self.firewall.rules, *self.extra_rules))
+        port, nodes, fw = self.port, self.backends, self.firewall
+        vpc = vpc_rules((*fw.rules, *self.extra_rules), nodes, port)
         network = [
-            self._policy_stage(p.rules, p.display)
-            for p in self.firewall.policies
-            if p.type == NETWORK
+            policy_rules(p.rules, p.display, nodes, port) for p in fw.policies if p.type == NETWORK
         ]
         hierarchy = [
-            self._policy_stage(p.rules, p.display)
-            for p in self.firewall.policies
+            policy_rules(p.rules, p.display, nodes, port)
+            for p in fw.policies
             if p.type == HIERARCHY
         ]
-        ordered = [vpc, *network] if self.firewall.policy_after_vpc_rules else [*network, vpc]
-        self._stages = (*hierarchy, *ordered)
-        every = [r for s in self._stages for r in s.rules]
-        self._dest_ranged = tuple(r for r in every if r.dests is not None)
-        self._cells = self._split_sources(every)
-        self._near = self._near_misses(self.firewall.rules)
+        ordered = [vpc, *network] if fw.policy_after_vpc_rules else [*network, vpc]
+        placed = [
+            ((stage, position), rule)
+            for stage, rules in enumerate((*hierarchy, *ordered))
+            for position, rule in enumerate(rules)
+        ]
+        self._anywhere, self._by_address, self._wide = [], {}, []
+        for entry in placed:
+            dests = entry[1].dests
+            if dests is None:
+                self._anywhere.append(entry)
+            elif len(dests) == 1 and dests[0][0] == dests[0][1] and not entry[1].other_dests:
+                self._by_address.setdefault(dests[0][0], []).append(entry)
+            else:
+                self._wide.append(entry)
+        self._cells = self._split_sources([rule for _, rule in placed])
+        self._near = self._near_misses(fw.rules)
 
-    # -- building the stages ----------------------------------------------------------------
-
-    def _target_of(self, tags: Sequence[str], accounts: Sequence[str]) -> bool | None:
-        if tags:
-            return bool(set(tags) & set(self.backends.tags))
-        if accounts:
-            known = self.backends.service_accounts
-            return None if known is None else bool(set(accounts) & set(known))
-        return True
-
-    def _vpc_stage(self, rules: Iterable[Firewall]) -> _Stage:
-        kept: list[_Rule] = []
-        for rule in rules:
-            if rule.disabled or rule.direction != "INGRESS" or not rule.source_ranges:
-                continue  # source tags or accounts alone never match Google's probers
-            if rule.network and not _same_network(rule.network, self.backends.network):
-                continue
-            deny = bool(rule.denied)
-            if not _admits_port(rule.denied if deny else rule.allowed, self.port):
-                continue
-            target = self._target_of(rule.target_tags, rule.target_service_accounts)
-            if target is False:
-                continue
-            action = DENY if deny else ALLOW
-            kept.append(
-                _Rule(
-                    name=f"firewall rule {rule.name} ({action}, priority {rule.priority})",
-                    priority=rule.priority,
-                    action=action,
-                    sources=_nets(rule.source_ranges),
-                    other_sources=False,
-                    dests=_nets(rule.destination_ranges) if rule.destination_ranges else None,
-                    other_dests=False,
-                    target=target,
-                    fixable=cloud_provider_deny_rule(rule),
-                )
-            )
-        # Lowest number first; at one priority a deny wins, so it is met first.
-        kept.sort(key=lambda r: (r.priority, r.action != DENY))
-        return _Stage(tuple(kept))
-
-    def _policy_stage(self, rules: Iterable[PolicyRule], policy: str) -> _Stage:
-        kept: list[_Rule] = []
-        for rule in rules:
-            if rule.disabled or rule.direction != "INGRESS":
-                continue
-            if rule.layer4 and not _admits_port(rule.layer4, self.port):
-                continue
-            if rule.target_resources and not any(
-                _same_network(n, self.backends.network) for n in rule.target_resources
-            ):
-                continue
-            target = (
-                None
-                if rule.target_secure_tags
-                else self._target_of((), rule.target_service_accounts)
-            )
-            if target is False:
-                continue
-            sources = _nets(rule.src_ip_ranges)
-            if not sources and not rule.other_sources:
-                sources = _nets(["0.0.0.0/0"])
-            kept.append(
-                _Rule(
-                    name=(
-                        f"rule {rule.priority}{f' ({rule.rule_name})' if rule.rule_name else ''}"
-                        f" of firewall policy {policy} ({rule.action})"
-                    ),
-                    priority=rule.priority,
-                    action=rule.action,
-                    sources=sources,
-                    other_sources=rule.other_sources,
-                    dests=(
-                        _nets(rule.dest_ip_ranges)
-                        if rule.dest_ip_ranges or rule.other_destinations
-                        else None
-                    ),
-                    other_dests=rule.other_destinations,
-                    target=target,
-                )
-            )
-        kept.sort(key=lambda r: r.priority)
-        return _Stage(tuple(kept))
-
-    def _split_sources(self, rules: Sequence[_Rule]) -> tuple[tuple[int, int], ...]:
-        cells: list[tuple[int, int]] = []
-        for source in _nets(self.sources):
-            low, high = int(source.network_address), int(source.broadcast_address)
+    def _split_sources(self, rules: Sequence[ProbeRule]) -> tuple[Span, ...]:
+        """The probe ranges cut wherever a rule's source ranges begin or end: within one
+        cell, every rule matches all of it or none of it."""
+        cells: list[Span] = []
+        for low, high in spans(self.sources):
             cuts = {low, high + 1}
             for rule in rules:
-                for net in rule.sources:
-                    start, end = int(net.network_address), int(net.broadcast_address)
+                for start, end in rule.sources:
                     if start <= high and end >= low:
                         cuts.update(c for c in (start, end + 1) if low < c <= high)
-            edges = sorted(cuts)
-            cells.extend((a, b - 1) for a, b in itertools.pairwise(edges))
+            cells.extend((a, b - 1) for a, b in itertools.pairwise(sorted(cuts)))
         return tuple(cells)
 
-    def _near_misses(
-        self, rules: Iterable[Firewall]
-    ) -> tuple[tuple[str, tuple[IPv4Net, ...]], ...]:
+    def _near_misses(self, rules: Iterable[Firewall]) -> tuple[tuple[str, tuple[Span, ...]], ...]:
+        """Allow rules on the port and the nodes, admitting probe sources, pinned to
+        destinations: the usual reason a pool's probes find no rule."""
         near = []
         for rule in rules:
             if rule.disabled or rule.denied or not rule.destination_ranges:
                 continue
-            if rule.direction != "INGRESS" or not _admits_port(rule.allowed, self.port):
+            if rule.direction != "INGRESS" or not admits_port(rule.allowed, self.port):
                 continue
-            if self._target_of(rule.target_tags, rule.target_service_accounts) is False:
+            if target_of(self.backends, rule.target_tags, rule.target_service_accounts) is False:
                 continue
-            if not any(
-                _contains(n, lo) for lo, _ in self._cells for n in _nets(rule.source_ranges)
-            ):
-                continue
-            near.append((rule.name, _nets(rule.destination_ranges)))
+            sources = spans(rule.source_ranges)
+            if any(low <= cell <= high for cell, _ in self._cells for low, high in sources):
+                near.append((rule.name, spans(rule.destination_ranges)))
         return tuple(near)
 
     # -- asking -----------------------------------------------------------------------------
@@ -373,36 +207,38 @@ class ReachEvaluator:
         try:
             address = int(ipaddress.IPv4Address(destination))
         except ValueError:
-            return ProbeVerdict(
-                destination,
-                self.port,
-                (Decision(self.sources, None, f"{destination!r} is not an IPv4 address"),),
-            )
-        key = tuple(_dest_match(r, address) for r in self._dest_ranged)
-        cached = self._memo.get(key)
-        if cached is not None and cached.destination == destination:
-            return cached
-        if cached is not None:
-            found = ProbeVerdict(destination, self.port, cached.decisions, self._missed(address))
-        else:
-            found = ProbeVerdict(
-                destination, self.port, self._decide(address), self._missed(address)
-            )
-            self._memo[key] = found
-        return found
+            unknown = Decision(self.sources, None, f"{destination!r} is not an IPv4 address")
+            return ProbeVerdict(destination, self.port, (unknown,))
+        named: list[_Met] = [
+            (place, rule, True) for place, rule in self._by_address.get(address, ())
+        ]
+        named += [
+            (place, rule, match)
+            for place, rule in self._wide
+            if (match := rule.dest_match(address)) is not False
+        ]
+        # Places are unique, so the sort never compares the matches.
+        key = tuple(sorted((place, match) for place, _, match in named))
+        decisions = self._memo.get(key)
+        if decisions is None:
+            decisions = self._memo[key] = self._decide(named)
+        return ProbeVerdict(destination, self.port, decisions, self._missed(address))
 
     def _missed(self, address: int) -> tuple[str, ...]:
         missed = [
-            f"{name} admits only destination {', '.join(str(n) for n in nets)}"
-            for name, nets in self._near
-            if not any(_contains(n, address) for n in nets)
+            f"{name} admits only destination {', '.join(_cidr_text(s) for s in dests)}"
+            for name, dests in self._near
+            if not any(low <= address <= high for low, high in dests)
         ]
         return tuple(missed[:_MAX_NEAR_MISSES])
 
-    def _decide(self, destination: int) -> tuple[Decision, ...]:
+    def _decide(self, named: Sequence[_Met]) -> tuple[Decision, ...]:
+        """Each cell's decision, adjacent cells decided alike merged into ranges."""
+        anywhere: list[_Met] = [(place, rule, True) for place, rule in self._anywhere]
+        met = sorted([*anywhere, *named], key=lambda entry: entry[0])
         merged: list[tuple[int, int, bool | None, str, bool]] = []
         for low, high in self._cells:
-            admitted, by, fixable = self._walk(low, destination)
+            admitted, by, fixable = _walk(met, low)
             last = merged[-1] if merged else None
             if last is not None and last[1] + 1 == low and last[2:] == (admitted, by, fixable):
                 merged[-1] = (last[0], high, admitted, by, fixable)
@@ -413,29 +249,32 @@ class ReachEvaluator:
             for low, high, admitted, by, fixable in merged
         )
 
-    def _walk(self, source: int, destination: int) -> tuple[bool | None, str, bool]:
-        for stage in self._stages:
-            for rule in stage.rules:
-                match = rule.matches(source, destination)
-                if match is False:
-                    continue
-                if match is None:
-                    return None, f"{rule.name} may apply and lbhc cannot evaluate it", False
-                if rule.action == ALLOW:
-                    return True, rule.name, False
-                if rule.action == DENY:
-                    return False, rule.name, rule.fixable
-                if rule.action == GOTO_NEXT:
-                    break
-                return None, f"{rule.name} hands the decision to a security profile", False
-        return False, "no rule admits them (the implied deny ingress)", True
+
+def _walk(met: Sequence[_Met], source: int) -> tuple[bool | None, str, bool]:
+    """The first rule that decides a probe from `source`, stage by stage; `met` holds the
+    rules for this destination in GCE's order with whether the destination matches."""
+    skipped = -1  # a stage that said goto_next
+    for (stage, _), rule, dest in met:
+        if stage == skipped:
+            continue
+        found = (rule.source_match(source), dest, rule.target)
+        if False in found:
+            continue
+        if None in found:
+            return None, f"{rule.name} may apply and lbhc cannot evaluate it", False
+        if rule.action == ALLOW:
+            return True, rule.name, False
+        if rule.action == DENY:
+            return False, rule.name, rule.fixable
+        if rule.action == GOTO_NEXT:
+            skipped = stage
+            continue
+        return None, f"{rule.name} hands the decision to a security profile", False
+    return False, _IMPLIED_DENY, True
 
 
-def _dest_match(rule: _Rule, destination: int) -> bool | None:
-    assert rule.dests is not None
-    if any(_contains(n, destination) for n in rule.dests):
-        return True
-    return None if rule.other_dests else False
+def _cidr_text(span: Span) -> str:
+    return ", ".join(_cidrs(*span))
 
 
 def _cidrs(low: int, high: int) -> tuple[str, ...]:

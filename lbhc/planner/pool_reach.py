@@ -12,20 +12,19 @@ the pool fails open: it drains nothing. lbhc's own firewall has no destination r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 
 from lbhc.model.cloud import CloudSnapshot, Firewall, ForwardingRule, network_url, resource_path
 from lbhc.model.firewall import EffectiveFirewall
 from lbhc.planner.claims import PoolClaim
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.coverage import PoolCoverage
-from lbhc.planner.firewall_reach import (
+from lbhc.planner.firewall_reach import ProbeVerdict, Reach, ReachEvaluator
+from lbhc.planner.firewall_rules import (
     CLOUD_PROVIDER_ALLOW_PRIORITY,
     Backends,
-    ProbeVerdict,
-    Reach,
-    ReachEvaluator,
     cloud_provider_deny_rule,
 )
 
@@ -61,25 +60,22 @@ class PoolReach:
         return worst.explain()
 
 
+class View(Enum):
+    """Which firewall a pool is judged against."""
+
+    ACTUAL = "as read"
+    WITHOUT_OURS = "without lbhc's rule"
+    WITH_PLANNED = "with lbhc's rule as planned, in place of whatever it is now"
+
+
 def backends_of(config: PlannerConfig) -> Backends:
     """The nodes as the firewall sees them: the configured network and node tags (the
     nodes' service accounts are not known to lbhc)."""
     return Backends(network_url(config.firewall_project, config.network), config.node_tags)
 
 
-def rule_ips(pool_link: str, pool_name: str, rules: Iterable[ForwardingRule]) -> tuple[str, ...]:
-    """The IPs of the forwarding rules sending to the pool (by target; else the rule the
-    cloud provider names like it)."""
-    path = resource_path(pool_link) if pool_link else ""
-    ips = [r.ip_address for r in rules if path and r.target and resource_path(r.target) == path]
-    if not ips:
-        ips = [r.ip_address for r in rules if r.name == pool_name]
-    return tuple(sorted({ip for ip in ips if ip}))
-
-
 class ReachJudge:
-    """Evaluators per check port, over the firewall as it is, and as it would be with lbhc's
-    rule in place of what it is now (to know which pools need it)."""
+    """Evaluators per (view, check port), each built once and asked for every pool."""
 
     def __init__(
         self,
@@ -90,57 +86,53 @@ class ReachJudge:
     ) -> None:
         """`ours`: the name of lbhc's firewall; `planned`: that rule as lbhc wants it."""
         self._cloud, self._config, self._ours, self._planned = cloud, config, ours, planned
-        self._backends = backends_of(config)
-        self._actual: dict[int, ReachEvaluator] = {}
-        self._without: dict[int, ReachEvaluator] = {}
-        self._with: dict[int, ReachEvaluator] = {}
-        by_target: dict[str, list[ForwardingRule]] = {}
+        self._evaluators: dict[tuple[View, int], ReachEvaluator] = {}
+        # A pool's probes go to the forwarding rules that target it; the cloud provider names
+        # its rule like the pool, which serves when a rule's target was not read.
+        self._by_target: dict[str, list[ForwardingRule]] = {}
         for rule in cloud.forwarding_rules:
-            by_target.setdefault(resource_path(rule.target) if rule.target else "", []).append(rule)
-        self._rules_by_target = by_target
+            if rule.target:
+                self._by_target.setdefault(resource_path(rule.target), []).append(rule)
         self._by_name = {rule.name: rule for rule in cloud.forwarding_rules}
 
     @property
     def firewall(self) -> EffectiveFirewall | None:
         return self._cloud.effective_firewall
 
-    def _evaluator(self, cache: dict[int, ReachEvaluator], port: int, which: str) -> ReachEvaluator:
-        found = cache.get(port)
-        if found is None:
-            firewall = self.firewall
-            assert firewall is not None
-            extra: tuple[Firewall, ...] = ()
-            if which != "actual":
-                rules = tuple(r for r in firewall.rules if r.name != self._ours)
-                firewall = EffectiveFirewall(
-                    firewall.network, rules, firewall.policies, firewall.policy_after_vpc_rules
-                )
-                extra = (self._planned,) if which == "with" and self._planned else ()
-            found = cache[port] = ReachEvaluator(
-                firewall, self._backends, port, self._config.source_ranges, extra
+    def _evaluator(self, view: View, port: int) -> ReachEvaluator:
+        found = self._evaluators.get((view, port))
+        if found is not None:
+            return found
+        firewall = self.firewall
+        assert firewall is not None
+        extra: tuple[Firewall, ...] = ()
+        if view is not View.ACTUAL:
+            rules = tuple(r for r in firewall.rules if r.name != self._ours)
+            firewall = EffectiveFirewall(
+                firewall.network, rules, firewall.policies, firewall.policy_after_vpc_rules
             )
+            if view is View.WITH_PLANNED and self._planned is not None:
+                extra = (self._planned,)
+        found = self._evaluators[(view, port)] = ReachEvaluator(
+            firewall, backends_of(self._config), port, self._config.source_ranges, extra
+        )
         return found
 
     def _ips(self, claim: PoolClaim) -> tuple[str, ...]:
         pool = claim.pool
-        rules = (
-            self._rules_by_target.get(resource_path(pool.self_link), []) if pool.self_link else []
-        )
+        rules = self._by_target.get(resource_path(pool.self_link), []) if pool.self_link else []
         if not rules and pool.name in self._by_name:
             rules = [self._by_name[pool.name]]
-        return rule_ips(pool.self_link, pool.name, rules)
+        return tuple(sorted({rule.ip_address for rule in rules if rule.ip_address}))
 
-    def judge(self, claim: PoolClaim, port: int, which: str = "actual") -> PoolReach:
-        """`which`: "actual" (the firewall as read), "without" (lbhc's rule taken away) or
-        "with" (lbhc's rule as planned, in place of whatever it is now)."""
+    def judge(self, claim: PoolClaim, port: int, view: View = View.ACTUAL) -> PoolReach:
         if self.firewall is None:
             why = self._cloud.effective_firewall_unreadable or "not read"
             return PoolReach(unknown=f"the network's effective firewall could not be read ({why})")
         ips = self._ips(claim)
         if not ips:
             return PoolReach(unknown="no forwarding rule with an IP sends to it yet")
-        cache = {"actual": self._actual, "without": self._without, "with": self._with}[which]
-        evaluator = self._evaluator(cache, port, which)
+        evaluator = self._evaluator(view, port)
         return PoolReach(tuple(evaluator.verdict(ip) for ip in ips))
 
 

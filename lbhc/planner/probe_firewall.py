@@ -21,7 +21,7 @@ from lbhc.planner.claims import PoolClaim
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.coverage import Coverage, PoolCoverage
 from lbhc.planner.firewall_reach import Reach
-from lbhc.planner.pool_reach import PoolReach, ReachJudge
+from lbhc.planner.pool_reach import PoolReach, ReachJudge, View
 from lbhc.planner.shared_pair import FirewallNeed
 
 _SHOWN = 3
@@ -79,8 +79,8 @@ def plan_probe_firewall(
     blocked: dict[tuple[bool, str], list[tuple[str, PoolClaim, PoolReach]]] = {}
     for name, claim in on_port.items():
         actual = judge.judge(claim, port)
-        without = judge.judge(claim, port, "without")
-        if without.fixable and judge.judge(claim, port, "with").reach is Reach.ADMITTED:
+        without = judge.judge(claim, port, View.WITHOUT_OURS)
+        if without.fixable and judge.judge(claim, port, View.WITH_PLANNED).reach is Reach.ADMITTED:
             needing.append(name)
         if actual.reach is Reach.ADMITTED:
             admitted.append(name)

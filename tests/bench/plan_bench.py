@@ -21,6 +21,7 @@ from lbhc.gce.config import GceClientConfig
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.planner import plan
+from lbhc.planner.status import assess
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from tests.bench.report import add_output_args, load, print_comparison
 from tests.builders import KUBE_SYSTEM_UID, PROJECT, REGION, config, names, node, pool_for, service
@@ -54,16 +55,58 @@ def bench_planning(services: int, nodes: int, repeats: int) -> dict[str, Any]:
     converged = CloudSnapshot(our_check(), our_firewall(), pools, ())
     empty = CloudSnapshot(None, None, tuple(pool_for(s) for s in cluster.services), ())
     figures: dict[str, Any] = {"plan_services": services, "plan_nodes": nodes}
-    for label, cloud in (("converged", converged), ("from_nothing", empty)):
-        timings = []
+    worlds = (
+        ("converged", converged),
+        ("from_nothing", empty),
+        ("per_lb_denies", with_per_lb_denies(converged, cluster)),
+    )
+    for label, cloud in worlds:
+        timings, assessing = [], []
         for _ in range(repeats):
             start = time.perf_counter()
             result = plan(cluster, cloud, config())
-            timings.append(time.perf_counter() - start)
+            planned = time.perf_counter()
+            assess(cluster, cloud, config(), result)  # status: every pool's probe reach
+            assessing.append(time.perf_counter() - planned)
+            timings.append(planned - start)
         figures[f"plan_ms_{label}_best"] = round(min(timings) * 1000, 1)
         figures[f"plan_ms_{label}_median"] = round(statistics.median(timings) * 1000, 1)
+        figures[f"assess_ms_{label}_best"] = round(min(assessing) * 1000, 1)
         figures[f"changes_{label}"] = len(result.changes)
     return figures
+
+
+def with_per_lb_denies(cloud: CloudSnapshot, cluster: ClusterSnapshot) -> CloudSnapshot:
+    """The converged cloud as the cloud provider leaves it with enableL4DenyFirewallRule:
+    one forwarding rule per pool on its own IP, and per load balancer an allow for its ports
+    and a deny of everything else, both pinned to that IP; its node check firewall pinned to
+    the first IP. Probe reach is judged for every pool (lbhc's own rule admits them all)."""
+    from dataclasses import replace
+
+    from lbhc.model.cloud import Firewall, FirewallAllowed
+    from tests.builders import our_firewall, rule_for
+    from tests.builders.gce import effective, node_check_firewall
+
+    ips = [f"34.{i // 250 % 250}.{i % 250}.{1 + i // 62500}" for i in range(len(cluster.services))]
+    rules = tuple(rule_for(s, ip=ip) for s, ip in zip(cluster.services, ips, strict=True))
+    firewalls: list[Firewall] = [node_check_firewall(pinned_to=ips[0], priority=999)]
+    for svc, ip in zip(cluster.services, ips, strict=True):
+        name = f"k8s-fw-{pool_for(svc).name}"
+        pinned = {
+            "target_tags": ("gke-node",),
+            "destination_ranges": (ip,),
+            "source_ranges": ("0.0.0.0/0",),
+        }
+        firewalls.append(
+            Firewall(f"{name}-deny", priority=1000, denied=(FirewallAllowed("all"),), **pinned)
+        )
+        firewalls.append(
+            Firewall(name, priority=999, allowed=(FirewallAllowed("tcp", ("80",)),), **pinned)
+        )
+    ours = our_firewall(priority=999)
+    return replace(
+        cloud, firewall=ours, forwarding_rules=rules, effective_firewall=effective(*firewalls, ours)
+    )
 
 
 def _calls(fake: ComputeFake) -> dict[str, int]:

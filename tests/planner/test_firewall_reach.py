@@ -11,7 +11,8 @@ import pytest
 from lbhc.model.cloud import Firewall, FirewallAllowed
 from lbhc.model.firewall import EffectiveFirewall, FirewallPolicy, PolicyRule
 from lbhc.planner.config import HEALTH_CHECKER_RANGES
-from lbhc.planner.firewall_reach import Backends, Reach, ReachEvaluator
+from lbhc.planner.firewall_reach import Reach, ReachEvaluator
+from lbhc.planner.firewall_rules import Backends
 
 NETWORK = "https://www.googleapis.com/compute/v1/projects/p/global/networks/default"
 OTHER_NETWORK = "projects/p/global/networks/other"
@@ -73,6 +74,21 @@ CASES = [
     Case(
         "pinned to this load balancer's IP",
         rules=(allow("k8s-x-node-http-hc", destination_ranges=(LB_IP,)),),
+    ),
+    Case(
+        "a destination range covering this IP",
+        rules=(allow("hc", destination_ranges=("34.1.0.0/16",)),),
+    ),
+    Case(
+        "a destination range covering another IP only",
+        rules=(allow("hc", destination_ranges=("34.2.0.0/16",)),),
+        reach=Reach.BLOCKED,
+        by="admits only destination 34.2.0.0/16",
+    ),
+    Case(
+        "policy rule on a destination address group may match: unknown",
+        policies=(policy("NETWORK", prule(100, "allow", other_destinations=True)),),
+        reach=Reach.UNKNOWN,
     ),
     Case(
         "another port only",
