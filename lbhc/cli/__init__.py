@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # one clear line, never a traceback, for expected failures
         from lbhc.cli.apply import ApplyDeclined
-        from lbhc.errors import user_message
+        from lbhc.cli.messages import user_message
         from lbhc.settings import SettingsError
 
         if isinstance(exc, ApplyDeclined):

@@ -52,7 +52,7 @@ def _status(args: argparse.Namespace) -> int:
                 raise
             # A watch outlives a read that failed (the API server restarting): it says so in
             # one line, shows no status from it, and tries again.
-            from lbhc.errors import user_message
+            from lbhc.cli.messages import user_message
 
             why = user_message(exc) or f"{type(exc).__name__}: {exc}"
             print(f"lbhc: error: {why} (watching: next try in {args.watch:g} s)", file=sys.stderr)

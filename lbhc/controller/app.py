@@ -28,13 +28,13 @@ from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import (
     KubeApi,
     KubeConfig,
-    Resource,
     describe_kube_error,
     make_api_client,
     read_cloud_provider_uid,
     read_kube_proxy_replacement,
     read_kube_system_uid,
 )
+from lbhc.kube.resources import Resource
 from lbhc.planner.config import ReadinessPolicy
 from lbhc.probe.prober import NodeProber
 from lbhc.settings import Settings

@@ -25,11 +25,9 @@ from lbhc.kube.cache import ClusterCache, Obj
 from lbhc.kube.client import (
     EXPIRED,
     KubeApi,
-    Resource,
     describe_kube_error,
     list_all,
     status_of,
-    undecodable_gap,
 )
 from lbhc.kube.decode import (
     DaemonSetList,
@@ -40,6 +38,7 @@ from lbhc.kube.decode import (
     describe_validation_error,
     raw_object_key,
 )
+from lbhc.kube.resources import Resource, undecodable_gap
 from lbhc.model.cluster import DaemonSet, Node, Pod, Service
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lbhc.kube.client import Resource, undecodable_gap
 from lbhc.kube.decode import Undecodable
+from lbhc.kube.resources import Resource, undecodable_gap
 from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Node, Pod, Service
 
 Obj = Node | Service | Pod | DaemonSet

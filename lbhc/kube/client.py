@@ -12,14 +12,14 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from lbhc.errors import SetupError, connect_failure
+from lbhc.kube.cache import ClusterCache
 from lbhc.kube.decode import (
     DaemonSetList,
     NodeList,
@@ -30,11 +30,9 @@ from lbhc.kube.decode import (
     decode_page,
     describe_validation_error,
 )
+from lbhc.kube.resources import Resource, undecodable_gap
 from lbhc.model.cluster import ClusterSnapshot, ConfigMap, DaemonSet, Namespace
 from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
-
-if TYPE_CHECKING:
-    from lbhc.kube.cache import ClusterCache
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 500
@@ -225,21 +223,6 @@ def _bad_kubeconfig(where: str, context: str | None, contexts: list[str], said: 
         )
     said = " ".join(said.split())[:300]
     return f"kubeconfig {where}, context {context!r}: {said}: fix the file or pass --context"
-
-
-class Resource(StrEnum):
-    """What lbhc lists and watches; the value names it in logs, gaps and metrics."""
-
-    NODES = "nodes"
-    SERVICES = "services"
-    KUBE_PROXY_PODS = "kube-proxy pods"
-    # Only for the readiness-probe policy: never a gap for the planner (see ClusterCache).
-    KUBE_PROXY_DAEMONSETS = "kube-proxy daemonsets"
-
-    @property
-    def rbac_name(self) -> str:
-        """The resource as an RBAC rule names it."""
-        return self.value.removeprefix("kube-proxy ")
 
 
 class WatchStream:
@@ -497,9 +480,6 @@ class KubeReader:
         Services or kube-proxy Pods that fails, or an object in one that does not decode,
         raises KubeReadError instead (one line: what, from which server, why): a one-shot
         command shows no plan or status from a view it could not read."""
-        # Here, not at the top: the cache module imports Resource from this one.
-        from lbhc.kube.cache import ClusterCache
-
         kube_system_uid = read_kube_system_uid(self._api) if self._read_cluster_uid else None
         cache = ClusterCache(kube_system_uid)
         self._fill(cache, Resource.NODES, NodeList, complete)
@@ -576,16 +556,6 @@ class Listing:
     items: tuple[Any, ...]
     resource_version: str
     undecodable: tuple[Undecodable, ...] = ()
-
-
-def undecodable_gap(resource: Resource, undecodable: Sequence[Undecodable]) -> str:
-    """One line for a gap or a log: how many, and the first by name with its problem."""
-    first = undecodable[0]
-    more = f" and {len(undecodable) - 1} more" if len(undecodable) > 1 else ""
-    return (
-        f"{resource}: {len(undecodable)} object(s) could not be decoded "
-        f"({first.key}: {first.problem}{more})"
-    )
 
 
 def list_all(api: KubeApi, resource: Resource, model: type[ObjectList]) -> Listing:

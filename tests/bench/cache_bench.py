@@ -28,8 +28,14 @@ from typing import Any
 
 from lbhc.controller.reflector import Reflector
 from lbhc.kube.cache import ClusterCache
-from lbhc.kube.client import KubeApi, KubeConfig, Resource, list_all, make_api_client
+from lbhc.kube.client import (
+    KubeApi,
+    KubeConfig,
+    list_all,
+    make_api_client,
+)
 from lbhc.kube.decode import NodeList, PodList, ServiceList
+from lbhc.kube.resources import Resource
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.bench import objects
 from tests.bench.machine import peak_rss_mb, rss_mb

@@ -19,7 +19,8 @@ from urllib3.exceptions import ProtocolError
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.reflector import Reflector
 from lbhc.kube.cache import ClusterCache
-from lbhc.kube.client import KubeApi, KubeConfig, Resource, make_api_client
+from lbhc.kube.client import KubeApi, KubeConfig, make_api_client
+from lbhc.kube.resources import Resource
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.controller.harness import node_obj
 from tests.waiting import wait_for

@@ -11,7 +11,7 @@ import pytest
 from lbhc.controller.trigger import Trigger
 from lbhc.durations import duration_text, parse_bool, parse_duration
 from lbhc.kube.cache import ClusterCache
-from lbhc.kube.client import Resource
+from lbhc.kube.resources import Resource
 from lbhc.model.cluster import Node
 
 

@@ -18,12 +18,13 @@ import pytest
 from google.api_core import exceptions as core
 from google.oauth2.credentials import Credentials
 
-from lbhc.errors import user_message
+from lbhc.cli.messages import user_message
 from lbhc.gce import errors as gce_errors
 from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
 from lbhc.kube import client as kube_client
-from lbhc.kube.client import KubeApi, KubeConfig, Resource, make_api_client
+from lbhc.kube.client import KubeApi, KubeConfig, make_api_client
+from lbhc.kube.resources import Resource
 from lbhc.model.cloud import Firewall
 from tests.builders import kube as kube_builders
 from tests.builders.kube import kube_proxy_daemonset
