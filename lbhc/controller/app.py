@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbhc.controller.backoff import Backoff
+from lbhc.controller.cached_read import CachedRead
 from lbhc.controller.controller import Controller, ControllerOptions
 from lbhc.controller.events import EventRecorder, ObjectRef
 from lbhc.controller.http import health_server
-from lbhc.controller.ingress_uid import CachedIngressUid
 from lbhc.controller.leader import LeaseConfig, LeaseElector
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
@@ -36,6 +36,7 @@ from lbhc.kube.client import (
 )
 from lbhc.kube.resources import Resource
 from lbhc.planner.config import ReadinessPolicy
+from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
 from lbhc.probe.prober import NodeProber
 from lbhc.settings import Settings
 from lbhc.settings.groups import ControllerSettings, HttpSettings, LeaderElectionSettings
@@ -230,14 +231,15 @@ class ControllerApp:
                 may_write=self.elector.may_write if self.elector else lambda: True,
                 enforcer=self._enforcer() if enforce else None,
                 prober=self.prober,
-                cloud_provider_uid=CachedIngressUid(
+                cloud_provider_uid=CachedRead(
                     functools.partial(read_cloud_provider_uid, self.api),
+                    "ConfigMap kube-system/ingress-uid",
                     refresh_sec=self.options.resync_period,
                 ).get,
-                kube_proxy_replacement=CachedIngressUid(
+                kube_proxy_replacement=CachedRead(
                     functools.partial(read_kube_proxy_replacement, self.api),
+                    f"DaemonSets {', '.join(KNOWN_REPLACEMENT_NAMES)} in {REPLACEMENT_NAMESPACE}",
                     refresh_sec=self.options.resync_period,
-                    what="DaemonSets cilium and anetd in kube-system",
                 ).get,
             )
             self.reflectors = [

@@ -32,7 +32,11 @@ from lbhc.kube.decode import (
 )
 from lbhc.kube.resources import Resource, undecodable_gap
 from lbhc.model.cluster import ClusterSnapshot, ConfigMap, DaemonSet, Namespace
-from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
+from lbhc.planner.replacement import (
+    KNOWN_REPLACEMENT_NAMES,
+    REPLACEMENT_NAMESPACE,
+    first_replacement,
+)
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 500
@@ -649,10 +653,7 @@ def cloud_provider_uid_or_none(api: KubeApi) -> str | None:
 def read_kube_proxy_replacement(api: KubeApi) -> str | None:
     """The first known kube-proxy replacement DaemonSet in kube-system (`anetd`, `cilium`:
     lbhc/planner/replacement.py), None when there is none; raises when it cannot be read."""
-    for name in KNOWN_REPLACEMENT_NAMES:
-        if api.daemonset_exists(REPLACEMENT_NAMESPACE, name):
-            return name
-    return None
+    return first_replacement(functools.partial(api.daemonset_exists, REPLACEMENT_NAMESPACE))
 
 
 def kube_proxy_replacement_or_none(api: KubeApi) -> str | None:

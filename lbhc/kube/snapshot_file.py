@@ -20,7 +20,7 @@ from lbhc.model.cluster import (
     Pod,
     Service,
 )
-from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
+from lbhc.planner.replacement import REPLACEMENT_NAMESPACE, first_replacement
 from lbhc.textfile import read_utf8
 
 EXPECTED = (
@@ -93,7 +93,7 @@ def _replacement(daemonsets: list[DaemonSet]) -> str | None:
     present = {
         ds.metadata.name for ds in daemonsets if ds.metadata.namespace == REPLACEMENT_NAMESPACE
     }
-    return next((name for name in KNOWN_REPLACEMENT_NAMES if name in present), None)
+    return first_replacement(present.__contains__)
 
 
 def _ingress_uid(item: dict[str, Any]) -> str | None:

@@ -27,6 +27,7 @@ from lbhc.planner.coverage import (
     drain_bound_seconds,
     probes_kube_proxy_healthz,
 )
+from lbhc.planner.listing import first_few
 from lbhc.planner.nodes import (
     GKE_DRAIN_OPERATION,
     GKE_OPERATION_LABEL,
@@ -312,8 +313,5 @@ def gke_drain(pools: Sequence[PoolDrainView] | None) -> NodeDrain:
 
 
 def _listed(pools: Sequence[PoolDrainView]) -> str:
-    shown = "; ".join(
-        f"{p.pool} (Service {p.service}: {p.why_not()})" for p in pools[:_MAX_POOLS_IN_REASON]
-    )
-    more = len(pools) - _MAX_POOLS_IN_REASON
-    return shown + (f"; and {more} more" if more > 0 else "")
+    described = [f"{p.pool} (Service {p.service}: {p.why_not()})" for p in pools]
+    return first_few(described, _MAX_POOLS_IN_REASON, "; ")

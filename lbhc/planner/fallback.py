@@ -11,6 +11,7 @@ from lbhc.model.cluster import ClusterSnapshot, Node
 from lbhc.model.plan import Fallback, Finding, FindingKind, NodeVersion
 from lbhc.planner.capabilities import MIN_HEALTHZ_VERSION, KubeProxyFacts
 from lbhc.planner.config import FallbackPolicy, PlannerConfig, UnknownVersionPolicy
+from lbhc.planner.listing import first_few
 from lbhc.planner.nodes import can_receive_lb_traffic, is_being_deleted
 from lbhc.planner.versions import VersionSource
 
@@ -62,24 +63,17 @@ def decide_fallback(
 
 
 def _listed(nodes: list[NodeVersion]) -> str:
-    shown = ", ".join(
-        f"{n.node} ({n.version} from {n.source})" for n in nodes[:_MAX_NODES_IN_REASON]
+    return first_few(
+        [f"{n.node} ({n.version} from {n.source})" for n in nodes], _MAX_NODES_IN_REASON
     )
-    more = len(nodes) - _MAX_NODES_IN_REASON
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _names(nodes: list[NodeVersion]) -> str:
-    more = len(nodes) - _MAX_NODES_IN_REASON
-    shown = ", ".join(n.node for n in nodes[:_MAX_NODES_IN_REASON])
-    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def _reason(nodes: list[NodeVersion]) -> str:
     if all(n.source == VersionSource.REPLACEMENT.value for n in nodes):
+        names = first_few([n.node for n in nodes], _MAX_NODES_IN_REASON)
         return (
             "kube-proxy is replaced, and its replacement's /healthz on the health port is not "
-            f"known to answer on: {_names(nodes)}; enable the probe (probe.enabled) or set "
+            f"known to answer on: {names}; enable the probe (probe.enabled) or set "
             "kube_proxy.replacement_serves_healthz: yes if it does"
         )
     minimum = "v{}.{}.{}".format(*MIN_HEALTHZ_VERSION)

@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from lbhc.model.cluster import ClusterSnapshot, DaemonSet, Node, Pod
 from lbhc.planner.kube_proxy import matches
+from lbhc.planner.listing import first_few
 from lbhc.planner.nodes import is_being_deleted
 
 _MAX_NAMES = 5
@@ -141,9 +142,7 @@ def summarize(statuses: tuple[KubeProxyPodStatus, ...]) -> KubeProxyHealth:
     for state, nodes in by_state.items():
         part = f"{len(nodes)} {state.value}"
         if nodes and state is not PodHealth.READY:
-            shown = ", ".join(sorted(nodes)[:_MAX_NAMES])
-            more = len(nodes) - _MAX_NAMES
-            part += f" ({shown}{f' and {more} more' if more > 0 else ''})"
+            part += f" ({first_few(sorted(nodes), _MAX_NAMES)})"
         parts.append(part)
     healthy = not by_state[PodHealth.UNREADY] and not by_state[PodHealth.MISSING]
     return KubeProxyHealth(statuses, healthy, "kube-proxy: " + ", ".join(parts))

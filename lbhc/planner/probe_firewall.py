@@ -21,6 +21,7 @@ from lbhc.planner.claims import PoolClaim
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.coverage import Coverage, PoolCoverage
 from lbhc.planner.firewall_reach import Reach
+from lbhc.planner.listing import first_few
 from lbhc.planner.pool_reach import PoolReach, ReachJudge, View
 from lbhc.planner.shared_pair import FirewallNeed
 
@@ -90,12 +91,9 @@ def plan_probe_firewall(
     findings = [_blocked_finding(fixable, pools) for (fixable, _), pools in sorted(blocked.items())]
     if not needing:
         return ProbeFirewallPlan(FirewallNeed(), tuple(findings))
-    shown = ", ".join(needing[:_SHOWN]) + (
-        f" and {len(needing) - _SHOWN} more" if len(needing) > _SHOWN else ""
-    )
     reason = (
         f"admits Google's health checkers to the nodes on tcp:{port} for {len(needing)} "
-        f"target pool(s) whose probes no rule admits ({shown})"
+        f"target pool(s) whose probes no rule admits ({first_few(needing, _SHOWN)})"
     )
     if ours_exists:
         return ProbeFirewallPlan(

@@ -19,6 +19,7 @@ so it is not detected (fallback_policy covers it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lbhc.model.cluster import HealthProbe, Node
@@ -63,6 +64,12 @@ DATAPLANE_V2 = Replacement(
 KNOWN_REPLACEMENTS: tuple[Replacement, ...] = (DATAPLANE_V2, CILIUM)
 KNOWN_REPLACEMENT_NAMES: tuple[str, ...] = tuple(r.name for r in KNOWN_REPLACEMENTS)
 _BY_NAME = {r.name: r for r in KNOWN_REPLACEMENTS}
+
+
+def first_replacement(exists: Callable[[str], bool]) -> str | None:
+    """The first known replacement DaemonSet (in the order above) that `exists` in
+    kube-system, for the live read and a dump alike."""
+    return next((name for name in KNOWN_REPLACEMENT_NAMES if exists(name)), None)
 
 
 def known_replacement(name: str | None) -> Replacement | None:

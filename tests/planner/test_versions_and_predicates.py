@@ -13,6 +13,7 @@ from lbhc.planner.capabilities import (
     needs_probe,
 )
 from lbhc.planner.config import DrainingGate
+from lbhc.planner.listing import first_few
 from lbhc.planner.nodes import (
     EXCLUDE_FROM_LB_LABEL,
     can_receive_lb_traffic,
@@ -277,3 +278,19 @@ def test_the_exclusion_label_is_a_bool_as_the_service_controller_reads_it(
     the_node = node(labels=labels)
     assert is_excluded_from_load_balancers(the_node) is excluded
     assert can_receive_lb_traffic(the_node) is not excluded
+
+
+@pytest.mark.parametrize(
+    ("items", "separator", "shown"),
+    [
+        (["a", "b"], ", ", "a, b"),
+        (["a", "b", "c"], ", ", "a, b, c"),
+        (["a", "b", "c", "d", "e"], ", ", "a, b, c and 2 more"),
+        (["a (x, y)", "b", "c", "d"], "; ", "a (x, y); b; c; and 1 more"),
+        ([], ", ", ""),
+    ],
+)
+def test_first_few_names_the_first_and_counts_the_rest(
+    items: list[str], separator: str, shown: str
+) -> None:
+    assert first_few(items, 3, separator) == shown

@@ -1,7 +1,8 @@
-"""The cloud provider's cluster uid for the controller: read once, then again every refresh
-period (it changes only if someone recreates the ConfigMap), keeping the last value when a
-read fails so one API hiccup does not relabel every pool's check. The kube-proxy replacement
-(a DaemonSet looked for by name) is read the same way."""
+"""A small fact the controller reads from the API server outside its watches: the cloud
+provider's cluster uid (ConfigMap kube-system/ingress-uid, which changes only if someone
+recreates it) and the kube-proxy replacement (a DaemonSet looked for by name). Read once,
+then again every refresh period, keeping the last value when a read fails so one API hiccup
+does not relabel every pool's check."""
 
 from __future__ import annotations
 
@@ -14,14 +15,15 @@ from lbhc.kube.client import describe_kube_error
 log = logging.getLogger(__name__)
 
 
-class CachedIngressUid:
+class CachedRead:
     def __init__(
         self,
         read: Callable[[], str | None],
+        what: str,
         refresh_sec: float,
         clock: Callable[[], float] = time.monotonic,
-        what: str = "ConfigMap kube-system/ingress-uid",
     ) -> None:
+        """`what`: what is read, for the warning when it cannot be."""
         self._read = read
         self._what = what
         self._refresh_sec = refresh_sec
