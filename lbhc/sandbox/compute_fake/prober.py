@@ -7,13 +7,14 @@ within `timeoutSec` is a success, anything else (another status, a refused or re
 timeout, an instance `resolve` cannot place) a failure.
 
 Probes go where GCE sends them, and pass the firewall GCE would apply:
-- A passthrough network load balancer's probes are addressed to the forwarding rule's IP on
-  the check's port (kubernetes/kubernetes#117723; GCE docs "Health checks overview", "Probe IP
+- A passthrough network load balancer's probes are addressed to the forwarding rule's IP on the
+  check's port (kubernetes/kubernetes#117723; GCE docs "Health checks overview", "Probe IP
   ranges and firewall rules"), from Google's probe ranges for target-pool external passthrough
-  load balancers (PROBE_RANGES). So health is kept per (check URL, instance URL, forwarding
-  rule IP): a pool with two forwarding rules on two IPs has two states per instance, and
-  pools sharing a check but not an IP do not share a state. Pools sharing a check and an IP
-  share one state and one probe per interval, as one prober per check and address would.
+  load balancers (probe_targets.PROBE_RANGES). So health is kept per (check URL, instance URL,
+  forwarding rule IP): a pool with two forwarding rules on two IPs has two states per
+  instance, and pools sharing a check but not an IP do not share a state. Pools sharing a
+  check and an IP share one state and one probe per interval, as one prober per check and
+  address would.
 - Before each probe the fake's own evaluator (firewall_eval) decides whether GCE would deliver
   it: from a concrete source address (the ranges in turn, a different address each probe, so a
   rule admitting part of a range admits part of the probes, as on GCE), to the rule's IP, tcp
@@ -21,11 +22,7 @@ Probes go where GCE sends them, and pass the firewall GCE would apply:
   service accounts), under the VPC firewall rules and firewall policies the fake holds
   (networks.getEffectiveFirewalls) in the network's enforcement order. A dropped probe fails
   as a dropped packet does: at the timeout. Changes to the firewall apply from the next rescan.
-- An instance seeded with add_instance is seen with its own network, tags and service
-  accounts; a pool instance that was never seeded (target pools take instance URLs unchecked)
-  is taken to be on its project's "default" network with `ComputeFake.default_instance_tags`
-  and `default_instance_service_accounts`, which the owner sets to what its VMs carry. This
-  keeps one source of truth, the fake, for what the firewall sees.
+- How an instance looks to the firewall, and where each probe comes from: probe_targets.py.
 - A pool no forwarding rule points at has no address to probe in GCE terms; it keeps the
   fake's earlier behaviour: its instances are probed with no firewall gate, under the key
   (check, instance, ""), and getHealth (which then lists no IP) answers that state.
@@ -64,7 +61,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-import ipaddress
 import itertools
 import logging
 import threading
@@ -76,37 +72,22 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-from . import urls
 from .fake import ComputeFake
-from .firewall_eval import AFTER_CLASSIC, Packet, Vm, decide
+from .firewall_eval import Vm
+from .probe_targets import Key, ProbeTargets, probe_source, read_targets
 from .prober_http import CheckConfig, probe_http
 from .store import HealthSource
 
 log = logging.getLogger(__name__)
 
 Resolve = Callable[[str, int], tuple[str, int] | None]
-# (check URL, instance URL, forwarding rule IP); the IP is "" for a pool no rule points at
-Key = tuple[str, str, str]
 # observer(clock time, {key: state}) after every change the prober makes
 Observer = Callable[[float, dict[Key, str]], None]
 
-# Where GCE's probes for target-pool (and backend-service) external passthrough network load
-# balancers come from: GCE docs "Health checks overview", "Probe IP ranges and firewall rules".
-PROBE_RANGES = ("35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22")
-_PROBE_NETWORKS = tuple(ipaddress.IPv4Network(cidr) for cidr in PROBE_RANGES)
 
 HEALTHY = "HEALTHY"
 UNHEALTHY = "UNHEALTHY"
 _HISTORY = 1000  # transitions kept per instance
-
-
-@dataclass(frozen=True)
-class _Walls:
-    """The firewall in effect on one network: its VPC rules, policies, enforcement order."""
-
-    firewalls: tuple[dict[str, Any], ...] = ()
-    policies: tuple[dict[str, Any], ...] = ()
-    order: str = AFTER_CLASSIC
 
 
 @dataclass(eq=False)
@@ -173,7 +154,7 @@ class HealthProber:
         # The probing loop's own state (touched by its thread only): due probes, earliest first.
         self._queue: list[tuple[float, int, int, _Pair]] = []  # (due, seq, gen, pair)
         self._seq = itertools.count()
-        self._walls: dict[str, _Walls] = {}  # network URL -> its firewall, from the last rescan
+        self._targets = ProbeTargets()  # what the last rescan read
         self._wake = asyncio.Event()
         self._stopping = False
         self._closed = False
@@ -379,7 +360,7 @@ class HealthProber:
 
     def _rescan_fake(self) -> None:
         try:
-            wanted, walls, pool_ips = self._targets()
+            targets = read_targets(self._fake, self._scale)
         except Exception:  # keep probing what is known; a later scan may succeed
             log.exception("health prober: reading the Compute fake failed")
             return
@@ -387,9 +368,10 @@ class HealthProber:
         requeue: list[_Pair] = []
         told: list[Observer] = []
         states: dict[Key, str] = {}
-        self._walls = walls  # read by probes, on this same thread
+        self._targets = targets  # its firewalls are read by probes, on this same thread
+        wanted = targets.keys
         with self._lock:
-            self._pool_ips = pool_ips
+            self._pool_ips = targets.pool_ips
             gone = self._pairs.keys() - wanted.keys()
             added = wanted.keys() - self._pairs.keys()
             for key in gone:
@@ -416,59 +398,16 @@ class HealthProber:
                 self._enqueue(pair)
         self._notify(now, told, states)
 
-    def _targets(
-        self,
-    ) -> tuple[dict[Key, tuple[CheckConfig, Vm]], dict[str, _Walls], dict[str, list[str]]]:
-        """What to probe (each key's check and VM), the firewall of every network, and the
-        forwarding rule IPs of every pool."""
-        fake = self._fake
-        checks = {c["selfLink"]: c for c in fake.all_resources("httpHealthChecks")}
-        ips: dict[str, list[str]] = {}
-        for rule in fake.all_resources("forwardingRules"):
-            if rule.get("target") and rule.get("IPAddress"):
-                found = ips.setdefault(str(rule["target"]), [])
-                if rule["IPAddress"] not in found:
-                    found.append(str(rule["IPAddress"]))
-        vms = {i["selfLink"]: _vm_of(i) for i in fake.all_resources("instances")}
-        default_tags = frozenset(fake.default_instance_tags)
-        default_accounts = frozenset(fake.default_instance_service_accounts)
-        wanted: dict[Key, tuple[CheckConfig, Vm]] = {}
-        for pool in fake.all_resources("targetPools"):
-            for check_url in pool.get("healthChecks", [])[:1]:  # a pool has at most one
-                check = checks.get(check_url)
-                if check is None:
-                    continue
-                config = CheckConfig.of(check, self._scale)
-                for instance in pool.get("instances", []):
-                    vm = vms.get(instance) or Vm(
-                        _default_network(instance), default_tags, default_accounts
-                    )
-                    for ip in ips.get(pool["selfLink"]) or [""]:
-                        wanted[(check_url, instance, ip)] = (config, vm)
-        walls: dict[str, _Walls] = {}
-        by_network: dict[str, list[dict[str, Any]]] = {}
-        for rule in fake.all_resources("firewalls"):
-            by_network.setdefault(str(rule.get("network")), []).append(rule)
-        for network in fake.all_resources("networks"):
-            url = network["selfLink"]
-            ref = urls.parse_ref(url, "")
-            policies = fake.firewall_policies(ref.project, ref.name) if ref else []
-            order = network.get("networkFirewallPolicyEnforcementOrder") or AFTER_CLASSIC
-            walls[url] = _Walls(tuple(by_network.get(url, ())), tuple(policies), order)
-        return wanted, walls, ips
-
     def _admitted(self, pair: _Pair) -> bool:
         """Would GCE's firewall deliver this probe? (Probing loop only.) A pool no forwarding
         rule points at is not gated."""
         if not pair.ip:
             return True
-        network = _PROBE_NETWORKS[pair.sent % len(_PROBE_NETWORKS)]
-        spread = zlib.crc32(f"{pair.check}\n{pair.instance}\n{pair.ip}\n{pair.sent}".encode())
-        source = network.network_address + spread % network.num_addresses
+        source = probe_source(pair.key, pair.sent)
         pair.sent += 1
-        walls = self._walls.get(pair.vm.network, _Walls())
-        packet = Packet(str(source), pair.ip, pair.config.port)
-        return decide(packet, pair.vm, walls.firewalls, walls.policies, walls.order).allowed
+        return self._targets.firewall_of(pair.vm.network).admits(
+            source, pair.ip, pair.vm, pair.config.port
+        )
 
     async def _probe(self, pair: _Pair, slots: asyncio.Semaphore) -> None:
         config = pair.config
@@ -523,21 +462,3 @@ class HealthProber:
             history.append((now, pair.check, pair.ip, new))
             told, states = self._states()
         self._notify(now, told, states)
-
-
-def _vm_of(instance: dict[str, Any]) -> Vm:
-    """A seeded instance as firewall targeting sees it (its first interface's network)."""
-    nics = instance.get("networkInterfaces") or [{}]
-    accounts = instance.get("serviceAccounts") or []
-    return Vm(
-        network=str(nics[0].get("network", "")),
-        tags=frozenset((instance.get("tags") or {}).get("items", [])),
-        service_accounts=frozenset(str(a.get("email", "")) for a in accounts),
-    )
-
-
-def _default_network(instance_url: str) -> str:
-    """The "default" network of an unseeded instance's project."""
-    ref = urls.parse_ref(instance_url, "")
-    project = ref.project if ref is not None else ""
-    return urls.resource_url(project, "global", "networks", "default")

@@ -10,7 +10,7 @@ import pytest
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake, HealthProber
-from lbhc.sandbox.compute_fake.prober import PROBE_RANGES
+from lbhc.sandbox.compute_fake.probe_targets import PROBE_RANGES
 from tests.sandbox.compute_fake.conftest import PROJECT as P
 from tests.sandbox.compute_fake.conftest import REGION as R
 from tests.sandbox.compute_fake.conftest import Api, Clients, check_url, instance_url
