@@ -205,7 +205,7 @@ def test_takeover_then_teardown_gives_the_cloud_providers_check_back(
     assert code == 0 and out.startswith("Nothing to tear down"), out
 
 
-def test_a_fully_covered_cluster_plans_nothing_and_apply_writes_nothing(
+def test_a_fully_covered_cluster_gets_only_lbhcs_firewall_for_the_pool_the_pinned_rule_misses(
     sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sandbox.kube.delete("Service", SPEC.namespace, "legacy-2")
@@ -220,6 +220,9 @@ def test_a_fully_covered_cluster_plans_nothing_and_apply_writes_nothing(
     code, out = lbhc(sandbox, capsys, "plan", "--detailed-exitcode")
     assert code == 2 and "no rule admits" in out and "getHealth calls" in out, out
     assert lbhc(sandbox, capsys, "apply")[0] == 0
-    assert [w for w in lbhc_writes(sandbox) if "firewalls" not in str(w)] == []
+    assert [(w.method, w.path.rsplit("/", 1)[-1]) for w in lbhc_writes(sandbox)] == [
+        ("POST", "firewalls")
+    ]
     body = status(sandbox, capsys)
     assert body["coverageCounts"]["cloud-provider"] == 2
+    assert body["coverageCounts"]["probe-blocked"] == 0  # lbhc's rule admits web-1's probes
