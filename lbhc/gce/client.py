@@ -459,7 +459,7 @@ class GceClient:
             lambda: self._networks.get(project=project, network=network, **self._gapic_kwargs()),
             mutating=False,
         )
-        order = getattr(found, "network_firewall_policy_enforcement_order", "")
+        order = found.network_firewall_policy_enforcement_order
         response = self._call(
             "get_effective_firewalls",
             lambda: self._networks.get_effective_firewalls(

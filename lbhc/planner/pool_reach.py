@@ -100,11 +100,13 @@ class ReachJudge:
         return self._cloud.effective_firewall
 
     def _evaluator(self, view: View, port: int) -> ReachEvaluator:
+        firewall = self.firewall
+        assert firewall is not None
+        if view is View.WITHOUT_OURS and all(r.name != self._ours for r in firewall.rules):
+            view = View.ACTUAL  # the same firewall: judged once
         found = self._evaluators.get((view, port))
         if found is not None:
             return found
-        firewall = self.firewall
-        assert firewall is not None
         extra: tuple[Firewall, ...] = ()
         if view is not View.ACTUAL:
             rules = tuple(r for r in firewall.rules if r.name != self._ours)
