@@ -236,3 +236,26 @@ def test_a_blocked_pool_is_a_metric_and_one_warning_on_its_service() -> None:
     assert IP_SECOND in warned[0].note and "implied deny" in warned[0].note
     value = metrics.registry.get_sample_value
     assert value("lbhc_pool_coverage", {"coverage": "probe-blocked"}) == 1
+
+
+def test_the_pass_that_makes_lbhcs_rule_judges_the_pool_admitted() -> None:
+    """The controller judges drain from the cloud as its pass left it (planner/applied): the
+    pool lbhc's new rule admits is no longer probe-blocked, nor its Service warned about,
+    until a resync reads the rule back."""
+    from lbhc.planner.applied import cloud_after
+
+    snapshot = cluster(services=(FIRST, SECOND), pods=(kube_proxy_pod("node-1"),))
+    world = cloud(
+        pools=POOLS,
+        rules=RULES,
+        checks=(CP,),
+        network_firewall=effective(PINNED),
+        port_evidence=dict(HEALTHY),
+    )
+    result = plan(snapshot, world, config())
+    assert {(c.action, c.kind) for c in result.changes} == CREATE
+    after = assess(snapshot, cloud_after(world, result.changes), config(), result)
+    assert {s.service: s.coverage.value for s in after.services} == {
+        FIRST.key: "cloud-provider",
+        SECOND.key: "cloud-provider",
+    }
