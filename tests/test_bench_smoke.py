@@ -188,3 +188,14 @@ def test_compare_reports_changes_and_regressions() -> None:
     assert any(line.startswith("!") and "a.seconds" in line and "+100%" in line for line in lines)
     assert not any("a.count" in line for line in lines)  # unchanged figures are not listed
     assert any(line.startswith("REGRESSED: t") for line in lines)
+
+
+def test_verify_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench.verify_bench import main as verify_main
+
+    out = tmp_path / "verify.json"
+    args = ["--services", "40", "--nodes", "60", "--marked", "4", "--minutes", "3"]
+    assert verify_main([*args, "--budget", "12", "--http-calls", "5", "--json", str(out)]) == 0
+    budget = json.loads(out.read_text())["budget"]
+    assert budget["reads_per_minute_max"] <= 12  # no minute past the budget
+    assert budget["marked_all_read_after_s"] is not None  # every marked node was read

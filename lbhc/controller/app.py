@@ -227,6 +227,7 @@ class ControllerApp:
                     resync_period=self.options.resync_period,
                     max_concurrency=self.settings.gce.max_concurrent_pool_calls,
                     lb_health_sample_sec=self.settings.controller.lb_health_sample_sec,
+                    lb_health_reads_per_minute=self.settings.controller.lb_health_reads_per_minute,
                 ),
                 may_write=self.elector.may_write if self.elector else lambda: True,
                 enforcer=self._enforcer() if enforce else None,
@@ -256,6 +257,12 @@ class ControllerApp:
             self.recorder.start()
             if self.prober is not None:
                 self.prober.start()
+            threading.Thread(
+                target=self.controller.verifier.run,
+                args=(self.stop_event,),
+                name="lb-verifier",
+                daemon=True,
+            ).start()
             for reflector in self.reflectors:
                 reflector.start()
             if self.elector is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from lbhc.controller.awareness import KubeProxyReporter
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
-from lbhc.controller.lb_sampler import FailOpenWatch
+from lbhc.controller.lb_verifier import LbVerifier, VerifierOptions
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.pass_report import PassReporter
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
@@ -24,7 +24,7 @@ from lbhc.executor import Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe_gce_error
 from lbhc.kube.cache import ClusterCache
-from lbhc.model.cloud import CloudSnapshot
+from lbhc.model.cloud import CloudSnapshot, instance_urls
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Plan
 from lbhc.planner.applied import cloud_after
@@ -56,7 +56,10 @@ class ControllerOptions:
     resync_period: float = 300.0
     max_concurrency: int = 32
     coalesce_sec: float = 0.05
-    lb_health_sample_sec: float = 0.0  # 0: GCE's health checking is never sampled
+    # GCE's own health view (lb_verifier): how often a class's serving nodes are read again
+    # (0: never), and the read budget all such reads share (0: none are made).
+    lb_health_sample_sec: float = 60.0
+    lb_health_reads_per_minute: int = 30
 
 
 class Controller:
@@ -92,8 +95,16 @@ class Controller:
         self._reporter = KubeProxyReporter(metrics, self._record, lease)
         # Evidence for lbhc's firewall (GCE's getHealth), read at most once a minute.
         self._planner = EvidencePlanner(gce, config, min_interval=EVIDENCE_INTERVAL_SEC)
-        self._fail_open = FailOpenWatch(
-            gce, config, metrics, self._record, lease, options.lb_health_sample_sec
+        # Reads on a thread of its own (run_verifier), paced by its budget; only the leader
+        # reads, as only it passes (a dry run reads too: it writes nothing).
+        self.verifier = LbVerifier(
+            gce,
+            metrics,
+            self._record,
+            lease,
+            trigger.fire,
+            VerifierOptions(options.lb_health_reads_per_minute, options.lb_health_sample_sec),
+            may_read=lambda: options.dry_run or may_write(),
         )
         self.last_plan: Plan | None = None
         self.last_report: StatusReport | None = None
@@ -150,6 +161,7 @@ class Controller:
             self.gce_ok = False
             raise
         self.gce_ok = True
+        cloud = dataclasses.replace(cloud, lb_health=self.verifier.view())
         # The cluster after the cloud: a GCE read can take seconds at scale, and the plan
         # should act on the newest view of the cluster, not one as old as the read.
         cluster = self._cache.snapshot()
@@ -199,7 +211,8 @@ class Controller:
             self.last_report = report
             self._pass_report.assessed(report, the_plan)
             self._reporter.observe(report)
-            self._fail_open.observe(cluster, cloud, report)
+            urls = instance_urls(cluster.nodes, self._config.project, self._config.region)
+            self.verifier.observe(report, urls)
             if self._enforcer is None or self._options.dry_run:
                 for patch in report.readiness.patches:
                     log.info(

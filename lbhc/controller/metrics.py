@@ -101,8 +101,45 @@ class Metrics:
         )
         self.pools_failing_open = Gauge(
             "pools_failing_open",
-            "1 while every sampled serving node stays UNHEALTHY in a pool with a kube-proxy "
-            "/healthz check, longer than its drain bound (controller.lb_health_sample_sec)",
+            "Target pools in a class whose every sampled serving node GCE's getHealth calls "
+            "UNHEALTHY, longer than the check's drain bound, while kube-proxy is healthy",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.pool_classes = Gauge(
+            "pool_classes",
+            "Classes of target pools probed alike (same check, same probe reach) by what GCE's "
+            "getHealth says of them (healthy, degraded, failing-open, unverified, not-sampled)",
+            ["health"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.lb_health_reads = Counter(
+            "lb_health_reads_total",
+            "GCE health reads made within the read budget, by purpose (marked: a node marked "
+            "for deletion; sample: serving nodes of a class; membership: a pool's instance "
+            "list after a refusal) and result",
+            ["purpose", "result"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.lb_health_reads_deferred = Counter(
+            "lb_health_reads_deferred_total",
+            "Health reads wanted but put off because the read budget was spent",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.lb_health_read_budget = Gauge(
+            "lb_health_read_budget_per_minute",
+            "The read budget verification shares (controller.lb_health_reads_per_minute)",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.cut_before_drained = Counter(
+            "nodes_cut_before_drained_total",
+            "Marked nodes GCE shows taken out of a class of target pools before the check's "
+            "drain bound elapsed and before GCE called them UNHEALTHY there (the service "
+            "controller's node sync; target pools have no connection draining)",
             namespace=NAMESPACE,
             registry=r,
         )

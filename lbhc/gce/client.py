@@ -567,6 +567,22 @@ class GceClient:
         )
         return tuple(status.health_state for status in response.health_status)
 
+    def pool_instances(self, pool: str) -> frozenset[str]:
+        """Which instances a pool holds, as paths (`projects/P/zones/Z/instances/N`): a partial
+        response of the one field, read only to confirm a getHealth refusal. A pool lists
+        every member, so this is never read for all pools."""
+        response = self._call(
+            "pool_instances",
+            lambda: self._pools.get(
+                request=self._compute.GetTargetPoolRequest(
+                    project=self.config.project, region=self.config.region, target_pool=pool
+                ),
+                **self._gapic_kwargs("instances"),
+            ),
+            mutating=False,
+        )
+        return frozenset(resource_path(url) for url in response.instances)
+
     def _pool_request(self, pool: str, request_id: str) -> dict[str, str]:
         return {
             "project": self.config.project,

@@ -24,7 +24,10 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     ),
     "remove_health_check": ("compute.targetPools.removeHealthCheck",),
     "list_forwarding_rules": ("compute.forwardingRules.list",),
-    "get_health": ("compute.targetPools.get",),  # only `lbhc status --lb-health`
+    # GCE's own health view, within the controller's read budget, and `status --lb-health`;
+    # a pool's instance list only to confirm that getHealth refused a non-member.
+    "get_health": ("compute.targetPools.get",),
+    "pool_instances": ("compute.targetPools.get",),
     # Whether the health checkers reach the nodes: the network's effective firewall, and the
     # order its network firewall policy is enforced in.
     "get_effective_firewalls": ("compute.networks.getEffectiveFirewalls",),

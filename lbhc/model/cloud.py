@@ -12,6 +12,7 @@ from lbhc.model.cluster import Node
 from lbhc.model.firewall import EffectiveFirewall as EffectiveFirewall
 from lbhc.model.firewall import Firewall as Firewall
 from lbhc.model.firewall import FirewallAllowed as FirewallAllowed
+from lbhc.model.lb_health import LbHealthView
 
 # Canonical prefix the Compute API uses in every selfLink, whatever endpoint served it.
 COMPUTE_URL_PREFIX = "https://www.googleapis.com/compute/v1/"
@@ -107,6 +108,9 @@ class CloudSnapshot:
     # Check port -> how it is known the nodes answer it (GCE's getHealth calling instances
     # HEALTHY in a pool whose probes are admitted): filled by the caller on request.
     port_evidence: Mapping[int, str] = field(default_factory=dict)
+    # GCE's getHealth readings, read within the read budget by the controller (not by the
+    # snapshot read): the evidence drain verdicts and pool health are verified against.
+    lb_health: LbHealthView = field(default_factory=LbHealthView)
 
     @property
     def complete(self) -> bool:

@@ -10,7 +10,7 @@ taken to be in every target pool of this cluster's LoadBalancer Services."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -64,9 +64,19 @@ class PoolDrainKind(StrEnum):
     # A kube-proxy /healthz check whose probes the firewall drops: every instance reads
     # UNHEALTHY and the pool fails open, sending new connections to every node.
     PROBE_BLOCKED = "probe-blocked"
+    # A kube-proxy /healthz check GCE calls every sampled serving node UNHEALTHY on, for
+    # longer than its drain bound: the pool fails open (planner/pool_classes).
+    FAILING_OPEN = "failing-open"
 
 
-_NEVER_DRAIN = frozenset({PoolDrainKind.NO_CHECK, PoolDrainKind.OTHER, PoolDrainKind.PROBE_BLOCKED})
+_NEVER_DRAIN = frozenset(
+    {
+        PoolDrainKind.NO_CHECK,
+        PoolDrainKind.OTHER,
+        PoolDrainKind.PROBE_BLOCKED,
+        PoolDrainKind.FAILING_OPEN,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +89,8 @@ class PoolDrainView:
     check: str = ""  # what it carries, for humans
     bound_seconds: int | None = None  # with HEALTHZ: interval x (unhealthy threshold + 1)
     blocked: str = ""  # with PROBE_BLOCKED: what the firewall does with its probes
+    reach: str = ""  # what the firewall does with its probes (pool_reach.Reach), "" if unjudged
+    failing_open: str = ""  # with FAILING_OPEN: what GCE's getHealth showed
 
     def why_not(self) -> str:
         """Why this pool keeps sending the node new connections (not for HEALTHZ)."""
@@ -86,6 +98,8 @@ class PoolDrainView:
             return "no health check"
         if self.kind is PoolDrainKind.PROBE_BLOCKED:
             return f"{self.check}: {self.blocked}, so it fails open"
+        if self.kind is PoolDrainKind.FAILING_OPEN:
+            return f"{self.check}: {self.failing_open}, so it fails open"
         if self.kind is PoolDrainKind.LOCAL:
             return "externalTrafficPolicy Local: drains it only once it has no ready endpoints"
         return f"{self.check} does not follow node deletion"
@@ -102,35 +116,34 @@ def pool_drain_views(
     views = []
     reach = reach or {}
     for name in sorted(pool_claims):
-        cover, service = coverage[name], pool_claims[name].service.key
         probes = reach.get(name)
-        if probes is not None and probes.blocked and cover.kind is not Coverage.LOCAL:
-            views.append(
-                PoolDrainView(
-                    name,
-                    service,
-                    PoolDrainKind.PROBE_BLOCKED,
-                    cover.check_name,
-                    blocked=probes.explain(),
-                )
-            )
-        elif cover.kind is Coverage.LOCAL:
-            views.append(PoolDrainView(name, service, PoolDrainKind.LOCAL, cover.check_name))
-        elif cover.kind is Coverage.NONE:
-            views.append(PoolDrainView(name, service, PoolDrainKind.NO_CHECK))
-        elif cover.check is not None and probes_kube_proxy_healthz(cover.check, config):
-            bound = drain_bound_seconds(cover.check)
-            views.append(
-                PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
-            )
-        elif cover.kind is Coverage.CLOUD_PROVIDER:  # by name; its check could not be read
-            bound = CLOUD_PROVIDER_DRAIN_BOUND_SEC
-            views.append(
-                PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
-            )
-        else:
-            views.append(PoolDrainView(name, service, PoolDrainKind.OTHER, describe_check(cover)))
+        view = _pool_drain_view(name, pool_claims[name].service.key, coverage[name], probes, config)
+        views.append(replace(view, reach=probes.reach.value) if probes is not None else view)
     return tuple(views)
+
+
+def _pool_drain_view(
+    name: str,
+    service: str,
+    cover: PoolCoverage,
+    probes: PoolReach | None,
+    config: PlannerConfig,
+) -> PoolDrainView:
+    if probes is not None and probes.blocked and cover.kind is not Coverage.LOCAL:
+        return PoolDrainView(
+            name, service, PoolDrainKind.PROBE_BLOCKED, cover.check_name, blocked=probes.explain()
+        )
+    if cover.kind is Coverage.LOCAL:
+        return PoolDrainView(name, service, PoolDrainKind.LOCAL, cover.check_name)
+    if cover.kind is Coverage.NONE:
+        return PoolDrainView(name, service, PoolDrainKind.NO_CHECK)
+    if cover.check is not None and probes_kube_proxy_healthz(cover.check, config):
+        bound = drain_bound_seconds(cover.check)
+        return PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
+    if cover.kind is Coverage.CLOUD_PROVIDER:  # by name; its check could not be read
+        bound = CLOUD_PROVIDER_DRAIN_BOUND_SEC
+        return PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
+    return PoolDrainView(name, service, PoolDrainKind.OTHER, describe_check(cover))
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,10 @@ class NodeDrain:
     # UNKNOWN only because kube-proxy is replaced by this (a DaemonSet's name): one
     # cluster-level alert says so, not one per node.
     replaced_by: str = ""
+    # Checked against GCE (planner/drain_evidence): True when every pool holding it was read
+    # and the reads bear the verdict out; `evidence` says what was seen, or why not verified.
+    verified: bool = False
+    evidence: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -156,6 +173,8 @@ class NodeDrain:
             "unknownBecauseReplacedBy": self.replaced_by,
             "markedAt": self.marked_at,
             "boundSeconds": self.bound_seconds,
+            "verified": self.verified,
+            "evidence": self.evidence,
             "poolsNotDraining": [
                 {"targetPool": p.pool, "service": p.service, "why": p.why_not()}
                 for p in self.not_draining

@@ -48,3 +48,14 @@ def is_excluded_from_load_balancers(node: Node) -> bool:
 def can_receive_lb_traffic(node: Node) -> bool:
     """Readiness is deliberately not consulted: the service controller does not (KEP-3458)."""
     return not is_excluded_from_load_balancers(node)
+
+
+def is_serving(node: Node, kube_proxy_pod: str) -> bool:
+    """A node every load balancer should find healthy: not marked, not excluded, not about
+    to be drained by GKE, and its kube-proxy Pod ready (or not judged: "")."""
+    return (
+        not is_being_deleted(node)
+        and not is_excluded_from_load_balancers(node)
+        and not is_gke_drain_labelled(node)
+        and kube_proxy_pod in ("", "ready")
+    )

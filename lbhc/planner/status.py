@@ -13,13 +13,21 @@ from enum import StrEnum
 from typing import Any
 
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url, resource_name
-from lbhc.model.cluster import ClusterSnapshot, Service
+from lbhc.model.cluster import ClusterSnapshot, Node, Service
+from lbhc.model.lb_health import LbHealthView
 from lbhc.model.plan import Action, Fallback, Plan
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig, selector_text
 from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool, describe_check
-from lbhc.planner.drain import DrainState, NodeDrain, node_drain, pool_drain_views
+from lbhc.planner.drain import (
+    DrainState,
+    NodeDrain,
+    PoolDrainView,
+    node_drain,
+    pool_drain_views,
+)
+from lbhc.planner.drain_evidence import membership, verify_drain
 from lbhc.planner.kube_proxy import (
     facts_by_node,
     kube_proxy_pods_by_node,
@@ -27,7 +35,16 @@ from lbhc.planner.kube_proxy import (
     replacement_of,
 )
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
+from lbhc.planner.nodes import is_being_deleted, is_serving
 from lbhc.planner.planner import shared_name
+from lbhc.planner.pool_classes import (
+    ClassHealth,
+    ClassVerdict,
+    PoolClass,
+    judge_class,
+    pool_classes,
+    with_failing_open,
+)
 from lbhc.planner.pool_reach import PoolReach, ReachJudge, reach_by_pool
 from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
 from lbhc.planner.services import is_load_balancer
@@ -111,6 +128,15 @@ class StatusReport:
     firewall_command: str = ""  # how a network admin makes lbhc's rule, while it is missing
     # The DaemonSet replacing kube-proxy (lbhc/planner/replacement.py), "" for none.
     kube_proxy_replacement: str = ""
+    # Classes of pools probed alike, and what GCE's getHealth says of each (pool_classes).
+    pool_classes: tuple[ClassVerdict, ...] = ()
+
+    def failing_open_pools(self) -> int:
+        return sum(
+            len(v.pool_class.pools)
+            for v in self.pool_classes
+            if v.health is ClassHealth.FAILING_OPEN
+        )
 
     @property
     def check_in_use(self) -> bool:
@@ -140,6 +166,7 @@ class StatusReport:
             "readiness": self.readiness.to_json(),
             "services": [s.to_json() for s in self.services],
             "nodes": [n.to_json() for n in self.nodes],
+            "poolClasses": [v.to_json() for v in self.pool_classes],
             "warnings": list(self.warnings),
         }
 
@@ -156,7 +183,7 @@ def assess(
     pool_claims = match_pools(cluster.services, pools, rules, config, [])
     coverage = coverage_by_pool(pool_claims, cloud, url, cluster.cloud_provider_uid, config)
     reach = reach_by_pool(ReachJudge(cloud, config, name), pool_claims, coverage)
-    views = pool_drain_views(pool_claims, coverage, config, reach) if cloud.pools_complete else None
+    base = pool_drain_views(pool_claims, coverage, config, reach) if cloud.pools_complete else None
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     selected = kube_proxy_selector(cluster.kube_proxy_pods, config)
@@ -165,11 +192,16 @@ def assess(
     replacement = replacement_of(cluster, config)
     health = kube_proxy_health(cluster, pods, managed, replacement.display() if replacement else "")
     pod_states = {status.node: status.state.value for status in health.pods}
+    lb = cloud.lb_health
+    classes = pool_classes(base) if base is not None else ()
+    serving = {n.name for n in cluster.nodes if is_serving(n, pod_states.get(n.name, ""))}
+    verdicts = tuple(judge_class(c, lb, serving, health.healthy, lb.max_age) for c in classes)
+    views = with_failing_open(base, verdicts) if base is not None else None
     nodes = tuple(
         NodeStatus(
             node.name,
             facts[node.name],
-            node_drain(node, facts[node.name], views),  # an excluded node is in no pool
+            _node_drain(node, facts[node.name], views, classes, verdicts, lb),
             pod_states.get(node.name, ""),
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)
@@ -193,7 +225,25 @@ def assess(
         kube_proxy_selector=selector_text(selected) if selected else "",
         firewall_command=plan.firewall_command,
         kube_proxy_replacement=replacement.name if replacement else "",
+        pool_classes=verdicts,
     )
+
+
+def _node_drain(
+    node: Node,
+    facts: KubeProxyFacts,
+    views: tuple[PoolDrainView, ...] | None,
+    classes: tuple[PoolClass, ...],
+    verdicts: tuple[ClassVerdict, ...],
+    lb: LbHealthView,
+) -> NodeDrain:
+    """The verdict from the pools taken to hold it (an excluded node is in none), checked
+    against what GCE showed of it when it is marked for deletion."""
+    if views is None or not is_being_deleted(node):
+        return node_drain(node, facts, views)
+    held = membership(node.name, views, classes, lb, lb.max_age)
+    drain = node_drain(node, facts, held.held)
+    return verify_drain(drain, node.name, held, classes, verdicts, lb, lb.max_age)
 
 
 class _ServiceJudge:

@@ -271,8 +271,12 @@ class ControllerSettings(Group):
 
     dry_run: bool = False
     resync_period: Duration = 300.0
-    # Sample GCE's own health checking (a few getHealth calls) at most this often; 0: never.
-    lb_health_sample_sec: Seconds = Field(default=0.0, ge=0, le=86400)
+    # How often a few serving nodes of each class of pools are read again in GCE's own health
+    # view (getHealth); 0: never (nodes marked for deletion still are).
+    lb_health_sample_sec: Seconds = Field(default=60.0, ge=0, le=86400)
+    # The read budget every getHealth (and membership) read shares; 0 turns GCE's view off.
+    # The default is 2% of the Compute read quota's long-standing default (1,500 a minute).
+    lb_health_reads_per_minute: int = Field(default=30, ge=0, le=1500)
 
 
 class LogSettings(Group):

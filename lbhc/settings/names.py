@@ -121,7 +121,14 @@ SETTING_NAMES: tuple[SettingName, ...] = (
     ),
     *_group("readiness", ("policy", "readiness_policy"), ("selector", "readiness_selector")),
     *_group("kube", "kubeconfig", "context", flags=_FLAGS),
-    *_group("controller", "dry_run", "resync_period", "lb_health_sample_sec", flags=_FLAGS),
+    *_group(
+        "controller",
+        "dry_run",
+        "resync_period",
+        "lb_health_sample_sec",
+        "lb_health_reads_per_minute",
+        flags=_FLAGS,
+    ),
     *_group("log", ("format", "log_format"), flags=_FLAGS),
     *_group("http", ("address", "http_address"), flags=_FLAGS),
     *_group(

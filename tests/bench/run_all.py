@@ -6,7 +6,8 @@ regressed. Run: `python -m tests.bench.run_all --json bench-results.json --compa
 bench-results.json` (the old file is read before it is overwritten).
 
 The scale scenarios: 1-2 scale_bench, 3 burst_bench, 4-5 cache_bench, 6 drain_bench,
-7 startup_bench; plan_bench (planner at 10,000 Services / 5,000 nodes) and
+7 startup_bench; plan_bench (planner at 10,000 Services / 5,000 nodes), verify_bench
+(GCE's own view within the read budget at 15,000 nodes / 5,000 Services) and
 controller_bench (event-to-attached latency) run alongside.
 """
 
@@ -65,6 +66,12 @@ BENCHES: dict[str, tuple[str, str, list[str], list[str]]] = {
         "planner at scale",
         [],
         ["--services", "200", "--nodes", "100", "--gce-services", "50", "--repeats", "1"],
+    ),
+    "verify": (
+        "tests.bench.verify_bench",
+        "GCE's own view within the read budget",
+        [],
+        ["--services", "200", "--nodes", "300", "--marked", "5", "--minutes", "4"],
     ),
     "controller": (
         "tests.bench.controller_bench",

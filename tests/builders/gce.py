@@ -21,6 +21,7 @@ from lbhc.model.cloud import (
 )
 from lbhc.model.cluster import Service
 from lbhc.model.firewall import EffectiveFirewall, FirewallPolicy
+from lbhc.model.lb_health import LbHealthView
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.names import target_pool_name
 from lbhc.planner.planner import shared_name
@@ -155,6 +156,7 @@ def cloud(
     network_firewall: EffectiveFirewall | None = ADMITTING,
     network_firewall_unreadable: str = "",
     port_evidence: dict[int, str] | None = None,
+    lb_health: LbHealthView | None = None,
 ) -> CloudSnapshot:
     """`checks`: the project's other legacy checks, as listed (ours comes from `check`).
     `network_firewall`: the network's effective firewall (lbhc's own `firewall` is added to
@@ -174,4 +176,5 @@ def cloud(
         effective_firewall=network_firewall,
         effective_firewall_unreadable=network_firewall_unreadable,
         port_evidence=port_evidence or {},
+        lb_health=lb_health or LbHealthView(),
     )

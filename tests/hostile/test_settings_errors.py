@@ -86,6 +86,7 @@ BAD_VALUES = (
     Bad("probe_refusal_window_sec", "0", "greater than or equal to 1"),
     Bad("network_project", "host project", "expected a GCE project id"),
     Bad("lb_health_sample_sec", "-1", "greater than or equal to 0"),
+    Bad("lb_health_reads_per_minute", "2000", "less than or equal to 1500"),
     Bad("readiness_selector", "=x", "expected equality label selectors"),
     Bad("probe_kube_proxy", "perhaps", "expected true or false"),
     Bad("probe_interval_sec", "3601", "less than or equal to 3600"),

@@ -75,6 +75,7 @@ def _calls() -> dict[str, Callable[[Gce], object]]:
         "list_forwarding_rules": lambda g: g.client.list_forwarding_rules(),
         "add_health_check": lambda g: g.client.add_health_check(g.pool, url),
         "get_health": lambda g: g.client.get_health(g.pool, node),
+        "pool_instances": lambda g: g.client.pool_instances(g.pool),
         "read_snapshot": lambda g: g.client.read_snapshot(check.name),
         "read_effective_firewall": lambda g: g.client.read_effective_firewall(),
         "remove_health_check": lambda g: g.client.remove_health_check(g.pool, url),

@@ -1,0 +1,300 @@
+"""GCE's own health view, read within one read budget: the evidence behind drain verdicts and
+pool health (planner/pool_classes, planner/drain_evidence).
+
+targetPools.getHealth answers for one instance per call and counts against the project's
+Compute read quota, which every other client of the project shares (Compute Engine rate
+quotas: per-minute windows, 403 rateLimitExceeded past them). So at most
+`controller.lb_health_reads_per_minute` reads are made in any minute (read_budget), the next
+ones chosen by planner/verify_reads (nodes marked for deletion first, then a few serving nodes
+per class of pools), on a thread of their own: a pass never waits on them. Only the
+leader reads. What the reads show goes back into the next pass through the cloud snapshot
+(`CloudSnapshot.lb_health`); a change that matters (a marked node turning UNHEALTHY or let go,
+a class changing health) fires a pass at once.
+
+A getHealth refusal (400) is taken to mean "not in the pool" only once the pool's instance
+list, read as a partial response of that one field, confirms it: the refusal's wording for a
+non-member is not documented."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Protocol
+
+from lbhc.controller.events import EventSpec, ObjectRef
+from lbhc.controller.metrics import Metrics
+from lbhc.controller.read_budget import ReadBudget
+from lbhc.gce.errors import result_label, status_of
+from lbhc.model.cloud import resource_path
+from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
+from lbhc.planner.fail_open import serving_nodes
+from lbhc.planner.pool_classes import ClassHealth, PoolClass, judge_class
+from lbhc.planner.status import StatusReport
+from lbhc.planner.verify_reads import HealthRead, MarkedNode, Purpose, Serving, choose_reads
+
+log = logging.getLogger(__name__)
+HEALTH_CHECK_CANNOT_PASS = "HealthCheckCannotPass"
+CUT_BEFORE_DRAINED = "CutBeforeDrained"
+MARKED_EVERY_SEC = 10.0  # a marked node's turn to UNHEALTHY (or out of the pool) matters now
+_BAD_REQUEST = 400
+
+
+class HealthSource(Protocol):
+    def get_health(self, pool: str, instance_url: str) -> tuple[str, ...]: ...
+
+    def pool_instances(self, pool: str) -> frozenset[str]: ...
+
+
+@dataclass(frozen=True)
+class VerifierOptions:
+    reads_per_minute: int = 30  # 0: off
+    sample_every: float = 60.0  # how often a class's serving nodes are read again
+    marked_every: float = MARKED_EVERY_SEC
+    tick: float = 1.0
+
+
+@dataclass(frozen=True)
+class _Targets:
+    classes: tuple[PoolClass, ...] = ()
+    marked: tuple[MarkedNode, ...] = ()
+    serving: Serving = field(default_factory=Serving)
+    instances: Mapping[str, str] = field(default_factory=dict)  # node -> its VM's URL
+    kube_proxy_healthy: bool | None = None
+
+
+class LbVerifier:
+    def __init__(
+        self,
+        gce: HealthSource,
+        metrics: Metrics,
+        record: Callable[[EventSpec], None],
+        lease: ObjectRef,
+        fire: Callable[[str], None],
+        options: VerifierOptions,
+        may_read: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._gce, self._metrics, self._record, self._lease = gce, metrics, record, lease
+        self._fire, self._options, self._may_read, self._clock = fire, options, may_read, clock
+        per_minute = options.reads_per_minute
+        self._budget = ReadBudget(per_minute, clock) if per_minute > 0 else None
+        self._lock = threading.Lock()
+        self._targets = _Targets()
+        self._readings: dict[tuple[str, str], HealthReading] = {}
+        self._failing: set[PoolClass] = set()
+        self._cut_reported: set[tuple[str, PoolClass]] = set()
+        metrics.lb_health_read_budget.set(options.reads_per_minute)
+
+    @property
+    def max_age(self) -> float:
+        """How old a reading may be and still count: a few periods, so one missed turn (the
+        budget spent on marked nodes) does not make a class unverified."""
+        return 3 * max(self._options.sample_every, self._options.marked_every)
+
+    def view(self) -> LbHealthView:
+        if self._budget is None:
+            return LbHealthView(off="GCE's health view is off (lb_health_reads_per_minute: 0)")
+        with self._lock:
+            return LbHealthView(dict(self._readings), self._clock(), self.max_age, off="")
+
+    def observe(self, report: StatusReport, instances: Mapping[str, str]) -> None:
+        """The classes and nodes of the newest pass; `instances`: node -> its VM's URL."""
+        classes = tuple(v.pool_class for v in report.pool_classes)
+        marked = tuple(
+            MarkedNode(n.node, n.drain.marked_at)
+            for n in report.nodes
+            if n.drain.marked_for_deletion
+        )
+        targets = _Targets(
+            classes, marked, Serving.of(serving_nodes(report)), instances, report.kube_proxy.healthy
+        )
+        pools = {p for c in classes for p in c.pools}
+        with self._lock:
+            self._targets = targets
+            self._readings = {
+                key: r
+                for key, r in self._readings.items()
+                if key[0] in pools and key[1] in instances
+            }
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(self._options.tick):
+            try:
+                self.tick()
+            except Exception:  # a reporting bug must never take the controller down
+                log.exception("reading GCE's health view failed; trying again next tick")
+
+    def tick(self) -> None:
+        """The reads due now, as far as the budget goes."""
+        if self._budget is None or not self._may_read():
+            return
+        with self._lock:
+            targets, view = self._targets, LbHealthView(dict(self._readings), self._clock())
+        reads = choose_reads(
+            targets.classes,
+            targets.marked,
+            targets.serving,
+            view,
+            marked_every=self._options.marked_every,
+            sample_every=self._options.sample_every,
+        )
+        changed: list[str] = []
+        confirmed: dict[str, frozenset[str] | None] = {}
+        for i, read in enumerate(reads):
+            if not self._budget.try_take():
+                self._metrics.lb_health_reads_deferred.inc(len(reads) - i)
+                break
+            reading = self._read(read, targets, confirmed)
+            if reading is not None and self._store(reading, read, targets):
+                changed.append(f"{read.node} {reading.state.value} in {read.pool}")
+        changed = self._judge(targets) + changed  # a class's change says the most
+        if changed:
+            self._fire("GCE's health view changed: " + "; ".join(changed[:3]))
+
+    # ---- one read ---------------------------------------------------------------------
+    def _read(
+        self, read: HealthRead, targets: _Targets, confirmed: dict[str, frozenset[str] | None]
+    ) -> HealthReading | None:
+        instance = targets.instances.get(read.node)
+        if instance is None:
+            return None
+        now = self._clock()
+        try:
+            states = self._gce.get_health(read.pool, instance)
+        except Exception as exc:
+            self._metrics.lb_health_reads.labels(read.purpose.value, result_label(exc)).inc()
+            if status_of(exc) != _BAD_REQUEST:
+                return HealthReading(
+                    read.pool, read.node, InstanceHealth.UNKNOWN, now, None, str(exc)[:200]
+                )
+            return self._confirm(read, instance, now, confirmed)
+        self._metrics.lb_health_reads.labels(read.purpose.value, "ok").inc()
+        if not states:
+            return HealthReading(
+                read.pool, read.node, InstanceHealth.UNKNOWN, now, None, "no state"
+            )
+        healthy = all(s == "HEALTHY" for s in states)
+        state = InstanceHealth.HEALTHY if healthy else InstanceHealth.UNHEALTHY
+        return HealthReading(read.pool, read.node, state, now)
+
+    def _confirm(
+        self,
+        read: HealthRead,
+        instance: str,
+        now: float,
+        confirmed: dict[str, frozenset[str] | None],
+    ) -> HealthReading:
+        """getHealth refused the instance: read the pool's members (once a tick per pool,
+        from the same budget) before calling it out of the pool."""
+        if read.pool not in confirmed:
+            members: frozenset[str] | None = None
+            if self._budget is not None and self._budget.try_take():
+                try:
+                    members = self._gce.pool_instances(read.pool)
+                    self._metrics.lb_health_reads.labels("membership", "ok").inc()
+                except Exception as exc:
+                    self._metrics.lb_health_reads.labels("membership", result_label(exc)).inc()
+            confirmed[read.pool] = members
+        members = confirmed[read.pool]
+        if members is None:
+            why = "getHealth refused it; the pool's instance list could not be read to confirm"
+            return HealthReading(read.pool, read.node, InstanceHealth.UNKNOWN, now, None, why)
+        if resource_path(instance) in members:
+            why = "getHealth refused it, yet the pool lists it"
+            return HealthReading(read.pool, read.node, InstanceHealth.UNKNOWN, now, None, why)
+        return HealthReading(read.pool, read.node, InstanceHealth.NOT_MEMBER, now)
+
+    def _store(self, reading: HealthReading, read: HealthRead, targets: _Targets) -> bool:
+        """Keep the reading; True when its state differs from the last one."""
+        key = (reading.pool, reading.node)
+        pools = next(
+            (c.members for c in targets.classes if reading.pool in c.members),
+            frozenset((reading.pool,)),
+        )
+        with self._lock:
+            before = self._readings.get(key)
+            # The node's last reading in any pool of the class: pools are probed alike, so an
+            # UNHEALTHY run goes on across the pools the rotation reads it in.
+            earlier = [
+                r for (p, n), r in self._readings.items() if n == reading.node and p in pools
+            ]
+            last = max(earlier, key=lambda r: r.at) if earlier else None
+            if reading.state is InstanceHealth.UNHEALTHY:
+                since = (
+                    last.unhealthy_since
+                    if last is not None and last.state is InstanceHealth.UNHEALTHY
+                    else reading.at
+                )
+                reading = replace(reading, unhealthy_since=since)
+            self._readings[key] = reading
+        if read.purpose is Purpose.MARKED and reading.state is InstanceHealth.NOT_MEMBER:
+            self._cut(reading, before, targets)
+        return before is None or before.state is not reading.state
+
+    def _cut(self, reading: HealthReading, before: HealthReading | None, targets: _Targets) -> None:
+        """A marked node GCE shows out of a class's pool: fine once that pool's check had time
+        to mark it UNHEALTHY (or GCE was seen doing so); before that, its connections there
+        were cut, since a target pool has no connection draining."""
+        pool_class = next((c for c in targets.classes if reading.pool in c.members), None)
+        marked = next((m for m in targets.marked if m.name == reading.node), None)
+        if pool_class is None or marked is None or (reading.node, pool_class) in self._cut_reported:
+            return
+        self._cut_reported.add((reading.node, pool_class))
+        drained = before is not None and before.state is InstanceHealth.UNHEALTHY
+        at = _epoch(marked.marked_at)
+        if drained or at is None:
+            return
+        window = max(0.0, reading.at - at)
+        if window >= pool_class.bound_seconds:
+            return
+        self._metrics.cut_before_drained.inc()
+        note = (
+            f"node {reading.node} was out of target pool {reading.pool} ({pool_class.describe()}) "
+            f"at most {window:.0f} s after it was marked for deletion, before its check could "
+            f"mark it UNHEALTHY (up to {pool_class.bound_seconds} s): the service controller's "
+            "node sync took it out, and a target pool has no connection draining, so "
+            "connections through it to this node were cut"
+        )
+        log.warning("%s", note)
+        self._record(
+            EventSpec(ObjectRef("Node", reading.node), CUT_BEFORE_DRAINED, "Drain", note, "Warning")
+        )
+
+    # ---- what the readings say --------------------------------------------------------
+    def _judge(self, targets: _Targets) -> list[str]:
+        view = self.view()
+        counts = dict.fromkeys(ClassHealth, 0)
+        failing: set[PoolClass] = set()
+        changed: list[str] = []
+        for pool_class in targets.classes:
+            verdict = judge_class(
+                pool_class, view, targets.serving.names, targets.kube_proxy_healthy, self.max_age
+            )
+            counts[verdict.health] += 1
+            if verdict.health is not ClassHealth.FAILING_OPEN:
+                continue
+            failing.add(pool_class)
+            if pool_class not in self._failing:
+                note = f"{pool_class.describe()} fail open: {verdict.reason}"
+                log.warning("%s", note)
+                self._record(
+                    EventSpec(self._lease, HEALTH_CHECK_CANNOT_PASS, "Sample", note, "Warning")
+                )
+                changed.append(f"{pool_class.describe()} failing open")
+        changed += [f"{c.describe()} no longer failing open" for c in self._failing - failing]
+        self._failing = failing
+        for health, n in counts.items():
+            self._metrics.pool_classes.labels(health.value).set(n)
+        self._metrics.pools_failing_open.set(sum(len(c.pools) for c in failing))
+        return changed
+
+
+def _epoch(rfc3339: str) -> float | None:
+    try:
+        return datetime.fromisoformat(rfc3339).timestamp() if rfc3339 else None
+    except ValueError:
+        return None

@@ -1,0 +1,114 @@
+"""A marked node's drain verdict checked against GCE: is it still in the pools, and what does
+GCE's own health checking say of it there?
+
+Which pools hold a node is not listed (a pool's `instances` names every member: pools x nodes
+URLs), so it is derived from the service controller's predicates: every node not excluded is
+in every pool of the cluster's Services, and one marked for deletion stays there until the
+controller's next node sync takes it out (a node added or deleted, an exclusion-label or
+providerID change, or the Service's own sync; a taint alone triggers none:
+k8s.io/cloud-provider controllers/service/controller.go, shouldSyncUpdatedNode and
+stableNodeSetPredicates). Where GCE was asked (one pool per class, lbhc/controller/
+lb_verifier.py), the answer replaces the derivation: a node GCE shows out of a class's pool
+was taken out of the class's pools by that node sync; one it answers for is a member, and its
+HEALTHY or UNHEALTHY says whether that load balancer still sends it new connections."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
+from lbhc.planner.drain import DrainState, NodeDrain, PoolDrainKind, PoolDrainView
+from lbhc.planner.firewall_reach import Reach
+from lbhc.planner.listing import first_few
+from lbhc.planner.pool_classes import ClassHealth, ClassVerdict, PoolClass
+
+_WORKING = frozenset({ClassHealth.HEALTHY, ClassHealth.DEGRADED})
+
+
+@dataclass(frozen=True)
+class Membership:
+    held: tuple[PoolDrainView, ...]  # pools taken to hold the node (read or derived)
+    cut: tuple[HealthReading, ...]  # GCE shows it out of these pools (and their classes)
+
+
+def newest_reading(
+    pool_class: PoolClass, node: str, view: LbHealthView, max_age: float
+) -> HealthReading | None:
+    """The node's newest known state in the class (a failed read says nothing)."""
+    found = [
+        r
+        for r in view.by_node.get(node, ())
+        if r.pool in pool_class.members
+        and r.state is not InstanceHealth.UNKNOWN
+        and view.as_of - r.at <= max_age
+    ]
+    return max(found, key=lambda r: r.at) if found else None
+
+
+def membership(
+    node: str,
+    views: Sequence[PoolDrainView],
+    classes: Sequence[PoolClass],
+    view: LbHealthView,
+    max_age: float,
+) -> Membership:
+    out: set[str] = set()
+    cut: list[HealthReading] = []
+    for pool_class in classes:
+        reading = newest_reading(pool_class, node, view, max_age)
+        if reading is not None and reading.state is InstanceHealth.NOT_MEMBER:
+            out.update(pool_class.pools)
+            cut.append(reading)
+    return Membership(tuple(v for v in views if v.pool not in out), tuple(cut))
+
+
+def verify_drain(
+    drain: NodeDrain,
+    node: str,
+    held: Membership,
+    classes: Sequence[PoolClass],
+    verdicts: Sequence[ClassVerdict],
+    view: LbHealthView,
+    max_age: float,
+) -> NodeDrain:
+    """The verdict with what GCE showed of the marked node, and whether that verifies it."""
+    if not drain.marked_for_deletion or drain.state is DrainState.UNKNOWN:
+        return drain
+    if drain.state is DrainState.NOT_APPLICABLE and held.cut:
+        pools = first_few([r.pool for r in held.cut], 3)
+        return replace(
+            drain,
+            reason=(
+                "marked for deletion; GCE's getHealth and the pools' instance lists show it out "
+                f"of every target pool that held it ({pools}): the service controller took it "
+                "out, so no network load balancer sends it new connections"
+            ),
+            verified=True,
+            evidence="membership read from GCE",
+        )
+    if view.off:
+        return replace(drain, evidence=f"not verified: {view.off}")
+    held_pools = {v.pool for v in held.held}
+    health = {v.pool_class: v.health for v in verdicts}
+    lines: list[str] = []
+    missing: list[str] = []
+    for pool_class in classes:
+        if not held_pools.intersection(pool_class.pools):
+            continue
+        reading = newest_reading(pool_class, node, view, max_age)
+        if reading is None:
+            missing.append(f"not read yet in {pool_class.describe()}")
+            continue
+        lines.append(f"{reading.state.value} in target pool {reading.pool}")
+        if pool_class.kind is not PoolDrainKind.HEALTHZ:
+            continue
+        if pool_class.reach != Reach.ADMITTED.value:
+            missing.append(f"probe reach of {reading.pool} is {pool_class.reach or 'unjudged'}")
+        elif health.get(pool_class) not in _WORKING:
+            missing.append(f"{pool_class.describe()} is {health.get(pool_class, 'unjudged')}")
+    seen = "GCE's getHealth: " + first_few(lines, 3, "; ") if lines else ""
+    if missing:
+        why = first_few(missing, 2, "; ")
+        return replace(drain, evidence=f"not verified ({why})" + (f"; {seen}" if seen else ""))
+    return replace(drain, verified=True, evidence=seen)
