@@ -18,6 +18,7 @@ from lbhc.cli.parser import EXIT_OK
 if TYPE_CHECKING:
     from lbhc.gce.client import GceClient
     from lbhc.model.cluster import ClusterSnapshot
+    from lbhc.model.lb_health import LbHealthView
     from lbhc.planner.status import StatusReport
     from lbhc.settings import Settings
 
@@ -45,8 +46,7 @@ def _status(args: argparse.Namespace) -> int:
     while True:
         try:
             cluster = read_cluster(args, settings)
-            report = _assess(cluster, gce, settings)
-            lb_health = lb_health_by_node(cluster, report, gce, settings) if args.lb_health else {}
+            report, lb_health = _assess(cluster, gce, settings, with_lb_health=args.lb_health)
         except Exception as exc:
             if not args.watch or not _passing(exc):
                 raise
@@ -94,7 +94,14 @@ def _passing(exc: BaseException) -> bool:
     return isinstance(exc, KubeReadError | RunFailure | core.GoogleAPICallError | OSError)
 
 
-def _assess(cluster: ClusterSnapshot, gce: GceClient, settings: Settings) -> StatusReport:
+def _assess(
+    cluster: ClusterSnapshot, gce: GceClient, settings: Settings, *, with_lb_health: bool
+) -> tuple[StatusReport, dict[str, str]]:
+    """The report, and with `with_lb_health` what GCE says of each node in the sampled pool
+    (the report is then judged again with it, so its verdicts carry that evidence as the
+    controller's do)."""
+    import dataclasses
+
     from lbhc.evidence import EvidencePlanner
     from lbhc.planner.planner import shared_name
     from lbhc.planner.status import assess
@@ -104,7 +111,36 @@ def _assess(cluster: ClusterSnapshot, gce: GceClient, settings: Settings) -> Sta
     the_plan, cloud = EvidencePlanner(gce, config).plan(
         cluster, gce.read_snapshot(name, complete=True)
     )
-    return assess(cluster, cloud, config, the_plan)
+    report = assess(cluster, cloud, config, the_plan)
+    if not with_lb_health:
+        return report, {}
+    states = lb_health_by_node(cluster, report, gce, settings)
+    view = lb_health_view(report, states)
+    judged = assess(cluster, dataclasses.replace(cloud, lb_health=view), config, the_plan)
+    return judged, states
+
+
+def lb_health_view(report: StatusReport, states: dict[str, str]) -> LbHealthView:
+    """GCE's answers for the sampled pool as the planner takes them. A refusal is not taken
+    to mean "not in the pool" here (the controller confirms that from the pool's instance
+    list); it, like a failed read, says nothing."""
+    import time
+
+    from lbhc.model.lb_health import HealthReading, InstanceHealth
+    from lbhc.model.lb_health import LbHealthView as _view
+    from lbhc.planner.fail_open import sampled_pool
+
+    sampled = sampled_pool(report)
+    now = time.time()
+    if sampled is None:
+        return _view(as_of=now, off="no pool carries a kube-proxy /healthz check")
+    known = {"HEALTHY": InstanceHealth.HEALTHY, "UNHEALTHY": InstanceHealth.UNHEALTHY}
+    readings = {}
+    for node, said in states.items():
+        state = known.get(said)
+        if state is not None:
+            readings[(sampled[0], node)] = HealthReading(sampled[0], node, state, now, now)
+    return _view(readings, now, max_age=60.0, off="")
 
 
 def lb_health_by_node(

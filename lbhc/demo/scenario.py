@@ -25,9 +25,10 @@ from lbhc.gce.client import GceClient
 from lbhc.model.cloud import http_health_check_url, instance_url
 from lbhc.model.cluster import Node
 from lbhc.model.plan import Action, Kind
-from lbhc.planner.coverage import drain_bound_seconds
+from lbhc.planner.coverage import Coverage, drain_bound_seconds
 from lbhc.planner.drain import DrainState
 from lbhc.planner.planner import plan, shared_name
+from lbhc.planner.status import assess
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec, kube_proxy_pod, node, node_name
 from lbhc.settings import Settings, load_settings
@@ -69,6 +70,7 @@ class Demo:
         )
         self.app: ControllerApp | None = None
         self.backfill: list[str] = []  # Cluster pools made without a check
+        self.blocked: list[str] = []  # pools whose probes the firewall drops, at the start
         self._thread: threading.Thread | None = None
 
     # -- the run --------------------------------------------------------------------------------
@@ -168,6 +170,16 @@ class Demo:
             f"plan: create firewall + check {self.check_name}, attach {len(attached)} Cluster "
             f"pool(s) made without a check{also}"
         )
+        report = assess(cluster, self.gce.read_snapshot(self.check_name), config, the_plan)
+        self.blocked = sorted(
+            s.pool for s in report.services if s.coverage is Coverage.PROBE_BLOCKED
+        )
+        if self.blocked:
+            why = next(s.probe_reach_reason for s in report.services if s.pool in self.blocked)
+            self.timeline.say(
+                f"firewall: {len(self.blocked)} pool(s) probe-blocked, failing open ({why}); "
+                "lbhc's own rule admits them once GCE shows the nodes answer the port"
+            )
 
     def step_converge(self, settings: Settings) -> None:
         options = RunOptions(
@@ -213,6 +225,11 @@ class Demo:
                 lambda i=index: self.view.lb_states(node_name(i), draining) == {"HEALTHY"},  # type: ignore[misc]
                 timeout,
                 f"{node_name(index)} HEALTHY in every pool",
+            )
+        if self.blocked:
+            self.timeline.say(
+                f"the {len(self.blocked)} pool(s) that were probe-blocked: every node HEALTHY "
+                "in getHealth, behind lbhc's firewall"
             )
         self.timeline.say("every node HEALTHY in every pool (GCE's emulated checker)")
 
@@ -272,6 +289,27 @@ class Demo:
             f"kube-proxy on {victim}: /healthz 503, /livez 200, Pod Ready; lbhc says "
             f"draining; {report.kube_proxy.message}"
         )
+        verified = wait_until(
+            lambda: self._verified_unhealthy(victim),
+            timeout,
+            "the controller's own getHealth reads to verify the drain",
+        )
+        # Which pool of a class is read depends on the classes when the taint was seen: the
+        # count, not the names, is what the timeline shows.
+        classes = verified.count("UNHEALTHY in target pool")
+        self.timeline.say(
+            f"lbhc's verdict verified against GCE's own view: {victim} read UNHEALTHY by the "
+            f"controller's getHealth in one pool of each of the {classes} class(es) of pools "
+            "holding it"
+        )
+
+    def _verified_unhealthy(self, victim: str) -> str:
+        """The victim's evidence once it is verified and GCE called it UNHEALTHY."""
+        report = self._report_says(victim, DrainState.DRAINING)
+        if report is None:
+            return ""
+        drain = next(n.drain for n in report.nodes if n.node == victim)
+        return drain.evidence if drain.verified and "UNHEALTHY" in drain.evidence else ""
 
     def _report_says(self, node_name_: str, state: DrainState) -> Any:
         report = self.app.controller.last_report if self.app and self.app.controller else None

@@ -111,6 +111,19 @@ def fresh_readings(
     ]
 
 
+def newest_by_node(
+    pool_class: PoolClass, nodes: Collection[str], view: LbHealthView, max_age: float
+) -> dict[str, HealthReading]:
+    """Each node's newest HEALTHY or UNHEALTHY reading in the class: pools are probed alike,
+    so whichever pool the rotation read it in last says how its check fares now."""
+    newest: dict[str, HealthReading] = {}
+    for r in fresh_readings(pool_class, nodes, view, max_age):
+        judged = r.state in (InstanceHealth.HEALTHY, InstanceHealth.UNHEALTHY)
+        if judged and (r.node not in newest or r.at > newest[r.node].at):
+            newest[r.node] = r
+    return newest
+
+
 def judge_class(
     pool_class: PoolClass,
     view: LbHealthView,
@@ -124,14 +137,7 @@ def judge_class(
         return ClassVerdict(pool_class, ClassHealth.NOT_SAMPLED, "not a kube-proxy /healthz check")
     if view.off:
         return ClassVerdict(pool_class, ClassHealth.UNVERIFIED, view.off)
-    # Each node's newest reading in the class: pools are probed alike, so whichever pool the
-    # rotation read it in last says how its check fares now.
-    newest: dict[str, HealthReading] = {}
-    for r in fresh_readings(pool_class, serving, view, max_age):
-        judged = r.state in (InstanceHealth.HEALTHY, InstanceHealth.UNHEALTHY)
-        if judged and (r.node not in newest or r.at > newest[r.node].at):
-            newest[r.node] = r
-    readings = list(newest.values())
+    readings = list(newest_by_node(pool_class, serving, view, max_age).values())
     if not readings:
         return ClassVerdict(
             pool_class,
@@ -161,22 +167,24 @@ def judge_class(
             bad,
             n,
         )
-    # How long every node has read UNHEALTHY (each node's run goes on across the class's pools:
-    # the reader carries it over): a node seen HEALTHY lately means the check can pass.
-    lasting = min(view.as_of - (r.unhealthy_since or r.at) for r in unhealthy)
+    # How long every node was seen UNHEALTHY, from its run's first reading to its newest
+    # (the run goes on across the class's pools: the reader carries it over). Not up to now:
+    # a single old reading says nothing of the time since.
+    lasting = min(r.at - (r.unhealthy_since or r.at) for r in unhealthy)
     if lasting < pool_class.bound_seconds:
         return ClassVerdict(
             pool_class,
             ClassHealth.UNVERIFIED,
-            f"{where}: every sampled serving node ({n}) UNHEALTHY for {lasting:.0f} s, under "
-            f"the check's drain bound ({pool_class.bound_seconds} s): a new check starts so",
+            f"{where}: every sampled serving node ({n}) seen UNHEALTHY for {lasting:.0f} s, "
+            f"under the check's drain bound ({pool_class.bound_seconds} s): a new check starts "
+            "so (read again soon)",
             bad,
             n,
         )
     return ClassVerdict(
         pool_class,
         ClassHealth.FAILING_OPEN,
-        f"{where}: every sampled serving node ({n}) UNHEALTHY for {lasting:.0f} s although "
+        f"{where}: every sampled serving node ({n}) seen UNHEALTHY for {lasting:.0f} s although "
         "kube-proxy is healthy: the health checkers are not reaching kube-proxy",
         bad,
         n,

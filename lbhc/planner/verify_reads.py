@@ -11,13 +11,14 @@ sampling period, the least recently sampled first: whether the class's check pas
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from lbhc.model.lb_health import InstanceHealth, LbHealthView
-from lbhc.planner.pool_classes import PoolClass
+from lbhc.planner.pool_classes import PoolClass, newest_by_node
 
 SAMPLED_NODES = 3  # serving nodes read per class per period, whatever the cluster's size
 
@@ -70,7 +71,10 @@ def choose_reads(
         if not pool_class.sampled or not serving.ordered or sample_every <= 0:
             continue
         sampled_at = _last_sample(pool_class, serving.names, view)
-        if sampled_at is None or view.as_of - sampled_at >= sample_every:
+        # A class whose sampled nodes all read UNHEALTHY is not settled (a new check, or one
+        # that cannot pass): read it again at the marked nodes' pace until it is.
+        every = marked_every if _unsettled(pool_class, serving.names, view) else sample_every
+        if sampled_at is None or view.as_of - sampled_at >= every:
             due.append((sampled_at if sampled_at is not None else float("-inf"), i, pool_class))
     ordered = serving.ordered
     for _, _, pool_class in sorted(due, key=lambda d: (d[0], d[1])):
@@ -105,6 +109,11 @@ def _first_read(pool_class: PoolClass, node: str) -> HealthRead:
     """One pool of the class, spread by the node's name."""
     pool = pool_class.pools[zlib.crc32(node.encode()) % len(pool_class.pools)]
     return HealthRead(pool, node, Purpose.MARKED)
+
+
+def _unsettled(pool_class: PoolClass, serving: Collection[str], view: LbHealthView) -> bool:
+    newest = newest_by_node(pool_class, serving, view, math.inf)
+    return bool(newest) and all(r.state is InstanceHealth.UNHEALTHY for r in newest.values())
 
 
 def _last_sample(

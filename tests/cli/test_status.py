@@ -104,7 +104,7 @@ def test_status_text_tells_draining_from_not_draining(
 def test_status_json_with_gce_health(
     compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    attach_everything(compute)
+    pool_name = attach_everything(compute)
     compute.fake.set_instance_health(instance_url("node-2"), "UNHEALTHY")
     path = scale_down_cluster(tmp_path)
     code, out, err = run(
@@ -132,6 +132,8 @@ def test_status_json_with_gce_health(
         "unknownBecauseReplacedBy": "",
         "markedAt": "2026-11-22T00:18:08Z",
         "boundSeconds": 15,
+        "verified": True,  # probes admitted, node-1 HEALTHY there, node-2 UNHEALTHY in it
+        "evidence": f"GCE's getHealth: UNHEALTHY in target pool {pool_name}",
         "poolsNotDraining": [],
     }
     # old-1 is not a member of the pool: GCE answers 400, status says so plainly.

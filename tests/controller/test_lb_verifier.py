@@ -116,29 +116,38 @@ def rig(*, reads_per_minute: int = 30, marked: bool = False, in_pool: bool = Tru
 
 
 def test_every_serving_node_unhealthy_past_the_bound_is_failing_open_once() -> None:
-    """The cloud provider's check (bound 32 s) starts UNHEALTHY: nothing is said before the
-    bound, the class is failing open after it (one Event, the pools counted), and a node seen
-    HEALTHY again ends it."""
+    """The cloud provider's check (bound 32 s) starts UNHEALTHY: a class whose sampled nodes all
+    read UNHEALTHY is read again every 10 s (not settled), said nothing of before they were
+    seen so for the bound, failing open after it (one Event, its pools counted), and healthy
+    once a node passes; a settled class waits its 60 s period."""
     with rig() as r:
         for url in r.vms.values():
             r.fake.set_instance_health(url, "UNHEALTHY")
         r.at(0)
         assert len(r.reads()) == 3  # a few serving nodes, not every node in every pool
-        assert not r.said(HEALTH_CHECK_CANNOT_PASS)
-        r.at(30)
-        assert len(r.reads()) == 3  # the class was sampled 30 s ago: its period is 60 s
-        r.at(61)
+        r.at(5)
+        assert len(r.reads()) == 3  # not every tick
+        r.at(11)
+        r.at(22)
+        assert len(r.reads()) == 9
+        assert not r.said(HEALTH_CHECK_CANNOT_PASS)  # seen UNHEALTHY for 22 s only
+        r.at(33)
         assert len(r.said(HEALTH_CHECK_CANNOT_PASS)) == 1
         assert r.metric("lbhc_pools_failing_open") == 2
         assert r.metric("lbhc_pool_classes", health="failing-open") == 1
         assert any("failing open" in f for f in r.fired)
-        r.at(122)
+        r.at(44)
         assert len(r.said(HEALTH_CHECK_CANNOT_PASS)) == 1  # once per episode
         for url in r.vms.values():
             r.fake.set_instance_health(url, "HEALTHY")
-        r.at(183)
+        r.at(55)
         assert r.metric("lbhc_pools_failing_open") == 0
         assert r.metric("lbhc_pool_classes", health="healthy") == 1
+        settled = len(r.reads())
+        r.at(100)
+        assert len(r.reads()) == settled  # healthy: the next sample 60 s after the last
+        r.at(116)
+        assert len(r.reads()) == settled + 3
 
 
 def test_the_budget_bounds_the_reads_and_what_waits_is_counted() -> None:

@@ -68,6 +68,12 @@ CLASS_CASES = [
         (reading("a1", "s1", U, unhealthy_for=40), reading("a2", "s2", U, unhealthy_for=10)),
         ClassHealth.UNVERIFIED,
     ),
+    # Read once, 100 s ago: nothing is known of the 100 s since (a new check turns HEALTHY).
+    ClassCase(
+        "one old reading",
+        (reading("a1", "s1", U, age=100, unhealthy_for=100),),
+        ClassHealth.UNVERIFIED,
+    ),
     ClassCase(
         "kube-proxy itself unhealthy",
         (reading("a1", "s1", U, unhealthy_for=99),),
