@@ -7,7 +7,9 @@ profiles (SandboxSpec.cloud_provider):
 - "current": today's GCE cloud provider (lbhc.sandbox.upstream): pools made with the nodes
   check or a Local Service's own, firewalls for them, recreation on a traffic policy change,
   checks and firewalls removed with the last pool using them, RBS Services left to (an
-  emulated) ingress-gce."""
+  emulated) ingress-gce, and pools' instances updated on a node sync (a node added or
+  deleted, or labelled in or out of load balancers), which cuts the nodes tainted or being
+  deleted since the last one (`cuts`)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER
 from lbhc.sandbox.upstream.compute import ComputeWriter
 from lbhc.sandbox.upstream.controller import CurrentServiceController
 from lbhc.sandbox.upstream.netlb import ExternalLoadBalancers, Project, Recreation
+from lbhc.sandbox.upstream.pool_hosts import Cut
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,18 @@ class ServiceControllerEmulator:
         """Pools and rules recreated for a traffic policy change (current profile only)."""
         return [] if self._current is None else list(self._current.lbs.recreations)
 
+    @property
+    def cuts(self) -> list[Cut]:
+        """Nodes the cloud provider took out of pools, (node, pool, time.time()) in order:
+        on a node sync, or a Service's ensure, after the node left the stable node set
+        (current profile only; the legacy one never updates a pool's instances)."""
+        return [] if self._current is None else self._current.lbs.cuts
+
     def start(self) -> ServiceControllerEmulator:
+        """The first pass runs before this returns: the cloud provider was running before the
+        sandbox is handed over, so what it does on a start (every Service ensured, with the
+        nodes of that moment) is over before a test or the demo changes anything."""
+        self._pass()
         self._thread.start()
         return self
 
@@ -82,11 +96,14 @@ class ServiceControllerEmulator:
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):
-            try:
-                self.sync()
-            except Exception:
-                log.exception("service controller emulator pass failed")
-            self.passes += 1
+            self._pass()
+
+    def _pass(self) -> None:
+        try:
+            self.sync()
+        except Exception:
+            log.exception("service controller emulator pass failed")
+        self.passes += 1
 
     def sync(self) -> None:
         if self._current is not None:

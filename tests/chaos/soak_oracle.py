@@ -19,6 +19,7 @@ from lbhc.planner.planner import plan, shared_name
 from lbhc.planner.shared import is_owned
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
+from lbhc.sandbox.upstream.nodes import NodeView, stable_node_set
 from lbhc.sandbox.upstream.services import Handler, ServiceView, handler
 from lbhc.settings import Settings
 
@@ -47,9 +48,18 @@ class Verdict:
 
 
 class Oracle:
-    def __init__(self, settings: Settings, kube_url: str, kube: KubeFake, compute: ComputeFake):
+    def __init__(
+        self,
+        settings: Settings,
+        kube_url: str,
+        kube: KubeFake,
+        compute: ComputeFake,
+        *,
+        current: bool = True,
+    ) -> None:
+        """`current`: the sandbox runs today's cloud provider (SandboxSpec.current)."""
         self._config = settings.planner_config()
-        self._kube, self._compute = kube, compute
+        self._kube, self._compute, self._current = kube, compute, current
         self._project, self._region = settings.gce.project, settings.gce.region
         kube_config = KubeConfig(host=kube_url)
         self._reader = KubeReader(
@@ -62,7 +72,9 @@ class Oracle:
         self._gce = GceClient(settings.gce_client_config(read_only=True, client_id=ORACLE))
 
     def verdict(self) -> Verdict:
-        unsettled = cloud_provider_lag(self._kube, self._compute, self._project, self._region)
+        unsettled = cloud_provider_lag(
+            self._kube, self._compute, self._project, self._region, current=self._current
+        )
         if unsettled:
             return Verdict(None, unsettled=tuple(unsettled))
         cluster = self._reader.read_snapshot()
@@ -72,13 +84,17 @@ class Oracle:
 
 
 def cloud_provider_lag(
-    kube: KubeFake, compute: ComputeFake, project: str, region: str
+    kube: KubeFake, compute: ComputeFake, project: str, region: str, *, current: bool = True
 ) -> list[str]:
     """What the service controller has still to do: a load balancer for each LoadBalancer
     Service, none for a deleted one. Until then the planner's view is a moment in between
-    (a Service without its pool is not eligible yet), not a state to judge."""
+    (a Service without its pool is not eligible yet), not a state to judge. With no node in
+    its stable node set (every one tainted or being deleted) the current profile's controller
+    cannot make one ("cannot EnsureLoadBalancer() with no hosts"): that is a state, not lag.
+    The legacy one gives every node to a pool it makes."""
     pools = compute.target_pools(project, region)
     rules = compute.forwarding_rules(project, region)
+    no_hosts = current and not stable_node_set(NodeView.of(n) for n in kube.objects("Node"))
     lag = []
     for obj in kube.objects("Service"):
         service = Service.model_validate(obj)
@@ -89,7 +105,7 @@ def cloud_provider_lag(
         name = target_pool_name(service.metadata.uid)
         if service.metadata.deletion_timestamp:
             lag.append(f"{service.key} is being deleted")
-        elif name not in pools or name not in rules:
+        elif (name not in pools or name not in rules) and not no_hosts:
             lag.append(f"{service.key} has no load balancer yet")
     return lag
 

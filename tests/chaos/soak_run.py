@@ -130,7 +130,9 @@ class Soak:
             )
             self.gce_mark, self.kube_mark = len(world.compute.journal), len(world.kube.journal)
             assert world.settings is not None
-            self.oracle = Oracle(world.settings, world.kube_url, world.kube, world.compute)
+            self.oracle = Oracle(
+                world.settings, world.kube_url, world.kube, world.compute, current=spec.current
+            )
             self.churn = Churn(world.kube, spec, self.rng)
             self.faults = FaultMix(world.compute, world.kube, self.rng)
             if self.oracle.verdict().converged:  # else the oracle could not see a thing

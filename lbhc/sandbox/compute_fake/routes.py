@@ -18,6 +18,7 @@ from .resources import (
     instances,
     networks,
     operations_api,
+    target_pool_members,
     target_pools,
 )
 from .resources.common import Request, Response
@@ -123,6 +124,20 @@ COMPUTE_ROUTES: tuple[Route, ...] = (
         "POST",
         f"{_TP}/{{targetPool}}/removeHealthCheck",
         target_pools.handle_remove_health_check,
+    ),
+    Route(
+        "targetPools",
+        "addInstance",
+        "POST",
+        f"{_TP}/{{targetPool}}/addInstance",
+        target_pool_members.handle_add_instance,
+    ),
+    Route(
+        "targetPools",
+        "removeInstance",
+        "POST",
+        f"{_TP}/{{targetPool}}/removeInstance",
+        target_pool_members.handle_remove_instance,
     ),
     Route(
         "targetPools",

@@ -55,6 +55,18 @@ class ComputeWriter:
     def patch(self, collection: str, name: str, body: dict[str, Any]) -> None:
         self._call("PATCH", f"{self._collection(collection)}/{name}", body)
 
+    def add_instances(self, pool: str, instances: list[str]) -> None:
+        """gce_targetpool.go AddInstancesToTargetPool: targetPools.addInstance."""
+        self._membership(pool, "addInstance", instances)
+
+    def remove_instances(self, pool: str, instances: list[str]) -> None:
+        """gce_targetpool.go RemoveInstancesFromTargetPool: targetPools.removeInstance."""
+        self._membership(pool, "removeInstance", instances)
+
+    def _membership(self, pool: str, verb: str, instances: list[str]) -> None:
+        body = {"instances": [{"instance": url} for url in instances]}
+        self._call("POST", f"{self._collection('targetPools')}/{pool}/{verb}", body)
+
     def delete(self, collection: str, name: str) -> bool:
         """True if deleted, False if there was nothing to delete (404); in-use refusals and
         other failures raise ComputeRequestError."""

@@ -2,12 +2,14 @@
 kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_external.go:
 ensureExternalLoadBalancer (with ensureTargetPoolAndHealthCheck, createTargetPoolAndHealthCheck,
 ensureHTTPHealthCheck, ensureHTTPHealthCheckFirewall, ensureAllowNodeFirewall),
-ensureExternalLoadBalancerDeleted and DeleteExternalTargetPoolAndChecks; and, standing in for
-ingress-gce, the forwarding rule of an RBS Service.
+updateExternalLoadBalancer (the node sync's UpdateLoadBalancer: the pool's instances, through
+`pool_hosts`), ensureExternalLoadBalancerDeleted and DeleteExternalTargetPoolAndChecks; and,
+standing in for ingress-gce, the forwarding rule of an RBS Service.
 
 Left out: static address reservation (the IP a recreated rule must keep is held here instead),
-target pool instance updates (the fake routes no addInstance), the deny firewall (its flag is
-off by default), network tiers, session affinity (pools get NONE), XPN events.
+the l4-netlb-v1 finalizer ensureExternalLoadBalancer and updateExternalLoadBalancer add (the
+service controller's cleanup finalizer is modelled), the deny firewall (its flag is off by
+default), network tiers, session affinity (pools get NONE), XPN events.
 
 A Local Service's check probes its healthCheckNodePort, where nothing listens in the sandbox
 (KubeProxyFleet.endpoint_for_instance answers only kube-proxy's 10256): every node reads
@@ -23,6 +25,7 @@ from lbhc.sandbox.seed import lb_ip
 
 from . import names, shapes
 from .compute import ComputeRequestError, ComputeWriter
+from .pool_hosts import MAX_CREATE_INSTANCES, Cut, PoolHosts
 from .services import ServiceView
 
 
@@ -104,6 +107,12 @@ class ExternalLoadBalancers:
         self.recreations: list[Recreation] = []
         self.deleted_pools: list[str] = []
         self._held_ips: dict[str, str] = {}  # name -> IP kept while its rule is down
+        self._hosts = PoolHosts(compute, writer, where.project, where.region)
+
+    @property
+    def cuts(self) -> list[Cut]:
+        """Nodes taken out of pools (removeInstance), in order."""
+        return list(self._hosts.cuts)
 
     # -- reads (the fake's own state: no journal entries) ------------------------------------
 
@@ -168,8 +177,11 @@ class ExternalLoadBalancers:
         if needs_recreation:
             self._ensure_check_firewall(service, wanted, ip)
             check = self._ensure_check(wanted)
-            self._create_pool(service, hosts, check["selfLink"])
+            self._create_pool(service, hosts[:MAX_CREATE_INSTANCES], check["selfLink"])
+            if len(hosts) > MAX_CREATE_INSTANCES:  # created with the first; the rest added
+                self._hosts.update(lb, hosts)
         else:  # the tpExists branch: never touches the pool's checks, ensures the wanted one
+            self._hosts.update(lb, hosts)  # "Ensure hosts are updated even if ..."
             self._ensure_check(wanted)
             self._ensure_check_firewall(service, wanted, ip)
         if needs_recreation or rule_needs_update:
@@ -182,6 +194,13 @@ class ExternalLoadBalancers:
             self._insert("forwardingRules", body)
         self._held_ips.pop(lb, None)
         return ip
+
+    # -- updateExternalLoadBalancer ---------------------------------------------------------
+
+    def update(self, service: ServiceView, hosts: list[str]) -> None:
+        """The node sync's UpdateLoadBalancer: the pool's instances brought to `hosts` (which
+        may be none: upstream then empties the pool)."""
+        self._hosts.update(service.lb_name, hosts)
 
     def _insert(self, collection: str, body: dict[str, Any]) -> None:
         """Insert; alreadyExists is success, as upstream's create* calls take it."""

@@ -52,6 +52,8 @@ REQUIRED_METHODS = (
             "delete",
             "addHealthCheck",
             "removeHealthCheck",
+            "addInstance",
+            "removeInstance",
             "getHealth",
             "aggregatedList",
         )

@@ -1,4 +1,5 @@
-"""Regional target pools, including add/removeHealthCheck, getHealth and aggregatedList.
+"""Regional target pools, including add/removeHealthCheck, getHealth and aggregatedList
+(add/removeInstance are in target_pool_members).
 
 Choices where the real API is not documented precisely:
 - addHealthCheck of the check already on the pool is accepted and ends DONE with no change.
@@ -11,8 +12,8 @@ Choices where the real API is not documented precisely:
   only names the pool as the one "to which the queried instance belongs". The nearest
   documented sibling is targetPools.removeInstance of a non-member, which real GCE answers 400
   `invalid` "Invalid value for field 'resource.instance': '<url>'. Instance is not currently
-  attached to this target pool." (seen in cloudfoundry/bosh-google-cpi-release#318); the
-  status and reason follow it, the message is unverified.
+  attached to this target pool." (seen in cloudfoundry/bosh-google-cpi-release#318; the fake's
+  removeInstance answers that); the status and reason follow it, the message is unverified.
 - getHealth lists one healthStatus per forwarding rule pointing at the pool (its IP and first
   port), each with the state the health source keeps for that IP (probes go to each rule's
   IP, so health is per IP); a pool no rule points at gets one entry without an IP.
