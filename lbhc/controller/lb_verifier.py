@@ -105,7 +105,7 @@ class LbVerifier:
         """The classes and nodes of the newest pass; `instances`: node -> its VM's URL."""
         classes = tuple(v.pool_class for v in report.pool_classes)
         marked = tuple(
-            MarkedNode(n.node, n.drain.marked_at)
+            MarkedNode(n.node, n.drain.marked_at, _epoch(n.drain.marked_at))
             for n in report.nodes
             if n.drain.marked_for_deletion
         )
@@ -244,9 +244,12 @@ class LbVerifier:
         if pool_class is None or marked is None or (reading.node, pool_class) in self._cut_reported:
             return
         self._cut_reported.add((reading.node, pool_class))
-        drained = before is not None and before.state is InstanceHealth.UNHEALTHY
         at = _epoch(marked.marked_at)
-        if drained or at is None:
+        if at is None:
+            return
+        # Drained: GCE called it UNHEALTHY there after the mark (before it, UNHEALTHY says only
+        # that its check had not passed yet).
+        if before is not None and before.state is InstanceHealth.UNHEALTHY and before.at >= at:
             return
         window = max(0.0, reading.at - at)
         if window >= pool_class.bound_seconds:

@@ -2,10 +2,11 @@
 the node really carries, whoever owns it: only a check on kube-proxy's /healthz fails for a
 node being deleted, and only on kube-proxy 1.30+ (kubernetes pkg/proxy/healthcheck).
 
-Pool membership is not read from GCE (a pool lists every node; at 5,000 nodes that is most
-of the bytes): as the cloud provider's service controller does, every node not labelled
+Pool membership is not listed (a pool lists every node; at 5,000 nodes that is most of the
+bytes): as the cloud provider's service controller puts them there, every node not labelled
 out of load balancers (k8s.io/cloud-provider controllers/service nodeIncludedPredicate) is
-taken to be in every target pool of this cluster's LoadBalancer Services."""
+taken to be in every target pool of this cluster's LoadBalancer Services. For a node marked
+for deletion, what GCE showed of it replaces that derivation (planner/drain_evidence)."""
 
 from __future__ import annotations
 

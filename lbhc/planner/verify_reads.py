@@ -52,6 +52,9 @@ class Serving:
 class MarkedNode:
     name: str
     marked_at: str  # RFC 3339 ("" if unknown): orders the reads, earliest first
+    # The same as Unix time (None if unknown): a reading from before it (a serving node's
+    # sample) is no answer to "since it was marked", so the first read comes at once.
+    since: float | None = None
 
 
 def choose_reads(
@@ -96,7 +99,7 @@ def _marked_reads(
     for node in sorted(marked, key=lambda m: (m.marked_at or "~", m.name)):
         for pool_class in classes:
             last = view.newest_in(pool_class.members, node.name)
-            if last is None:
+            if last is None or (node.since is not None and last.at < node.since):
                 first.append(_first_read(pool_class, node.name))
             elif last.state is not InstanceHealth.NOT_MEMBER and view.as_of - last.at >= every:
                 # Let go (NOT_MEMBER): the service controller does not put a marked node back.

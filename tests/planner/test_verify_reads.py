@@ -108,3 +108,11 @@ def test_every_marked_nodes_first_read_comes_before_anyones_second() -> None:
     found = [r for r in reads(seen, marked=marked) if r.purpose is Purpose.MARKED]
     again = [i for i, r in enumerate(found) if r.node == "m00" and r.pool == "h1"]
     assert again == [len(found) - 1]
+
+
+def test_a_reading_from_before_the_mark_does_not_put_off_the_first_read_since() -> None:
+    """Sampled as a serving node a second before the taint: read again at once, not 10 s on."""
+    before = HealthReading("h2", "m", InstanceHealth.HEALTHY, NOW - 1)
+    marked = (MarkedNode("m", "", since=NOW - 0.5),)
+    again = [r for r in reads(before, marked=marked) if r.node == "m" and r.pool in HEALTHZ.pools]
+    assert len(again) == 1
