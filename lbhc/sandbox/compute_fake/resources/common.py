@@ -115,7 +115,9 @@ def new_resource(
         store.regions.add(region)  # the aggregated list reports every region in use
         resource["region"] = urls.region_url(project, region)
     elif scope.startswith("zones/"):
-        resource["zone"] = urls.zone_url(project, scope.split("/", 1)[1])
+        zone = scope.split("/", 1)[1]
+        store.zones.add(zone)  # the aggregated list reports every zone in use
+        resource["zone"] = urls.zone_url(project, zone)
     resource.update(fields)
     resource["selfLink"] = urls.resource_url(project, scope, kind.collection, name)
     return resource
