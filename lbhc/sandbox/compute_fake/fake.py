@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import app, operations, urls
+from .fake_lb import LoadBalancerSeeding
 from .faults import Faults
 from .journal import JournalEntry
 from .resources import common, firewalls, forwarding_rules, networks, target_pools
@@ -20,8 +21,9 @@ _HEALTH_STATES = frozenset({"HEALTHY", "UNHEALTHY"})
 _IN_USE_MODES = frozenset({"http", "operation"})
 
 
-class ComputeFake:
-    """A stateful in-memory Compute API v1 subset; serve it with ComputeFakeServer or responses."""
+class ComputeFake(LoadBalancerSeeding):
+    """A stateful in-memory Compute API v1 subset; serve it with ComputeFakeServer or responses.
+    Backend-service load balancers are seeded and inspected through LoadBalancerSeeding."""
 
     def __init__(
         self,

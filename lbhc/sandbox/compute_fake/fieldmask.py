@@ -20,6 +20,7 @@ from .resources import (
     forwarding_rules,
     health_checks,
     instances,
+    lb_health_checks,
     networks,
     target_pools,
 )
@@ -27,10 +28,21 @@ from .resources import (
 # What every list response has besides its items (the discovery schema's *List properties).
 LIST_FIELDS = frozenset({"kind", "id", "items", "nextPageToken", "selfLink", "warning"})
 
+# The kind of resource each discovery resource serves (a regional resource's collection is
+# named like its global sibling's: regionHealthChecks serve `healthChecks`).
 KINDS = {
     module.KIND.collection: module.KIND
-    for module in (firewalls, forwarding_rules, health_checks, instances, networks, target_pools)
+    for module in (
+        firewalls,
+        forwarding_rules,
+        health_checks,
+        instances,
+        lb_health_checks,
+        networks,
+        target_pools,
+    )
 }
+KINDS["regionHealthChecks"] = lb_health_checks.KIND
 
 Selection = dict[str, "Selection | None"]  # None: the whole field
 _NAME = re.compile(r"[A-Za-z_*][A-Za-z0-9_]*")

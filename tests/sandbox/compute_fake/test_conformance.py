@@ -23,6 +23,7 @@ PROJECT = "proj"
 REGION = "us-central1"
 N1 = "https://www.googleapis.com/compute/v1/projects/proj/zones/us-central1-a/instances/n1"
 
+CRUD = ("get", "list", "insert", "update", "patch", "delete")
 REQUIRED_METHODS = (
     {("httpHealthChecks", m) for m in ("get", "list", "insert", "update", "patch", "delete")}
     | {("firewalls", m) for m in ("get", "list", "insert", "update", "patch", "delete")}
@@ -43,6 +44,8 @@ REQUIRED_METHODS = (
         ("zoneOperations", "get"),
         ("zoneOperations", "wait"),
     }
+    | {("healthChecks", m) for m in (*CRUD, "aggregatedList")}
+    | {("regionHealthChecks", m) for m in CRUD}
     | {
         ("targetPools", m)
         for m in (

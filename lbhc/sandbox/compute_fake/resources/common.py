@@ -94,6 +94,22 @@ def list_collection(req: Request, kind: Kind) -> Response:
     return 200, body
 
 
+def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """RFC 7396 JSON merge patch, what the real API's patch methods apply ("uses the JSON merge
+    patch format and processing rules", the discovery document): objects merge key by key, a
+    null removes the key, anything else (lists included) replaces it."""
+    merged = copy.deepcopy(target)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict):
+            base = merged.get(key)
+            merged[key] = merge_patch(base if isinstance(base, dict) else {}, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
 def check_body_name(req: Request, name: str) -> None:
     """PUT/PATCH bodies may repeat the name but cannot rename the resource."""
     given = req.json.get("name")

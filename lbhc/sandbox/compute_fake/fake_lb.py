@@ -1,0 +1,55 @@
+"""ComputeFake's seeding and inspection of backend-service load balancers (external and
+internal passthrough): health checks, regional backend services, zonal instance groups and
+network endpoint groups. A mixin of ComputeFake, apart so each file stays small."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from . import operations, urls
+from .resources import lb_health_checks
+from .store import GCE_REGIONS, Store, zone_region
+from .validation import check_name
+
+
+class LoadBalancerSeeding:
+    """Seed helpers take camelCase REST fields, validated and defaulted as on insert."""
+
+    _store: Store
+
+    def _seed_scope(self, project: str, name: str, region: str | None, zone: str | None) -> None:
+        """Called with the lock held: the name is valid, the region or zone GCE's, the project
+        now exists."""
+        check_name(name, "name")
+        if region is not None and region not in GCE_REGIONS:
+            raise ValueError(f"region {region!r} is not a GCE region (store.GCE_REGIONS)")
+        if zone is not None and zone_region(zone) is None:
+            raise ValueError(f"zone {zone!r} is not a zone of a GCE region")
+        self._store.projects.add(project)
+
+    def _lb_snapshot(self, collection: str, project: str, scope: str) -> dict[str, Any]:
+        with self._store.lock:
+            operations.advance(self._store)
+            return self._store.snapshot(collection, project, scope)
+
+    # -- seeding ---------------------------------------------------------------------------
+
+    def add_health_check(
+        self, project: str, name: str, region: str | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """Seed a global check, or a regional one in `region`: `type` and its protocol object
+        (e.g. type="HTTP", httpHealthCheck={"port": 10256, "requestPath": "/healthz"}); `type`
+        may be left out when one protocol object is given."""
+        with self._store.lock:
+            self._seed_scope(project, name, region, None)
+            scope = urls.scope_of(region)
+            return copy.deepcopy(
+                lb_health_checks.seed(self._store, project, scope, name, dict(fields))
+            )
+
+    # -- inspection (deep copies; pending operations that are due are completed first) -----
+
+    def health_checks(self, project: str, region: str | None = None) -> dict[str, Any]:
+        """The global checks, or the regional ones of `region`."""
+        return self._lb_snapshot("healthChecks", project, urls.scope_of(region))

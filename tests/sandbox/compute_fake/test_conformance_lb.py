@@ -1,0 +1,81 @@
+"""Backend-service load balancers' resources against the compute v1 discovery document: the
+fields the fake accepts, and the JSON it emits for each resource, list and aggregated list."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from lbhc.sandbox.compute_fake import ComputeFake
+from lbhc.sandbox.compute_fake.resources import lb_health_checks
+from tests.sandbox.compute_fake.test_conformance import assert_conforms, discovery
+
+P = "proj"
+R = "us-central1"
+
+
+@pytest.mark.parametrize(("kind", "schema"), [(lb_health_checks.KIND, "HealthCheck")])
+def test_accepted_body_fields_are_schema_properties(kind: Any, schema: str) -> None:
+    props = discovery()["schemas"][schema]["properties"]
+    assert kind.fields <= set(props)
+    assert props["kind"]["default"] == kind.kind
+
+
+@pytest.mark.parametrize("kind", sorted(lb_health_checks.PROTOCOLS))
+def test_each_check_type_has_its_protocol_schema(kind: str) -> None:
+    check = discovery()["schemas"]["HealthCheck"]["properties"]
+    assert kind in check["type"]["enum"]
+    protocol = lb_health_checks.PROTOCOLS[kind]
+    schema = discovery()["schemas"][check[protocol.field]["$ref"]]
+    assert protocol.fields == set(schema["properties"])
+
+
+def test_aggregated_kinds_are_the_discovery_defaults() -> None:
+    schemas = discovery()["schemas"]
+    aggregated = schemas["HealthChecksAggregatedList"]["properties"]["kind"]["default"]
+    assert aggregated == lb_health_checks.AGGREGATED_KIND
+
+
+def _get(fake: ComputeFake, path: str, **query: str) -> Any:
+    status, _, payload = fake.handle("GET", f"/compute/v1/{path}", query, {}, b"")
+    assert status == 200, payload
+    return json.loads(payload)
+
+
+@pytest.fixture
+def populated() -> ComputeFake:
+    fake = ComputeFake()
+    fake.add_network(P, "default")
+    fake.add_health_check(P, "hc", httpHealthCheck={"port": 10256, "requestPath": "/healthz"})
+    fake.add_health_check(
+        P,
+        "rhc",
+        R,
+        description="d",
+        tcpHealthCheck={"port": 10256, "proxyHeader": "PROXY_V1", "request": "a"},
+        logConfig={"enable": True},
+    )
+    fake.add_health_check(P, "grpc", R, grpcHealthCheck={"port": 9000, "grpcServiceName": "s"})
+    fake.add_health_check(
+        P, "serving", R, httpsHealthCheck={"portSpecification": "USE_SERVING_PORT"}
+    )
+    return fake
+
+
+@pytest.mark.parametrize(
+    ("path", "schema"),
+    [
+        (f"projects/{P}/global/healthChecks/hc", "HealthCheck"),
+        (f"projects/{P}/regions/{R}/healthChecks/rhc", "HealthCheck"),
+        (f"projects/{P}/regions/{R}/healthChecks/grpc", "HealthCheck"),
+        (f"projects/{P}/regions/{R}/healthChecks/serving", "HealthCheck"),
+        (f"projects/{P}/global/healthChecks", "HealthCheckList"),
+        (f"projects/{P}/regions/{R}/healthChecks", "HealthCheckList"),
+        (f"projects/{P}/aggregated/healthChecks", "HealthChecksAggregatedList"),
+    ],
+)
+def test_emitted_json_conforms(populated: ComputeFake, path: str, schema: str) -> None:
+    assert_conforms(_get(populated, path), schema)
+    assert_conforms(_get(populated, path, maxResults="1"), schema)  # paged, with warnings
