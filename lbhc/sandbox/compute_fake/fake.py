@@ -286,10 +286,12 @@ class ComputeFake(LoadBalancerSeeding):
         description: str = "",
         machine_type: str = instance_resource.DEFAULT_MACHINE_TYPE,
         service_accounts: Iterable[str] = (),
+        status: str = "RUNNING",
     ) -> dict[str, Any]:
-        """Seed a RUNNING VM: one interface on `network` (a name or reference; not verified)
-        with `network_ip` (the project's next free 10.128.0.x when None), instance metadata
-        items in the order given, network tags, the service accounts it runs as (emails)."""
+        """Seed a VM (RUNNING unless `status` says otherwise): one interface on `network` (a
+        name or reference; not verified) with `network_ip` (the project's next free
+        10.128.0.x when None), instance metadata items in the order given, network tags, the
+        service accounts it runs as (emails)."""
         check_name(name, "name")
         with self._store.lock:
             self._seeding(project)
@@ -305,6 +307,7 @@ class ComputeFake(LoadBalancerSeeding):
                 description=description,
                 machine_type=machine_type,
                 service_accounts=list(service_accounts),
+                status=status,
             )
             return copy.deepcopy(instance)
 

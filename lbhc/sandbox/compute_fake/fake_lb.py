@@ -5,10 +5,11 @@ network endpoint groups. A mixin of ComputeFake, apart so each file stays small.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 from . import operations, urls
-from .resources import lb_health_checks
+from .resources import instance_groups, lb_health_checks
 from .store import GCE_REGIONS, Store, zone_region
 from .validation import check_name
 
@@ -48,8 +49,33 @@ class LoadBalancerSeeding:
                 lb_health_checks.seed(self._store, project, scope, name, dict(fields))
             )
 
+    def add_instance_group(
+        self, project: str, zone: str, name: str, instances: Iterable[str] = (), **fields: Any
+    ) -> dict[str, Any]:
+        """Seed an unmanaged group holding `instances` (URLs, full or partial, in `zone`; not
+        looked up, as a target pool's are not), with REST fields such as description,
+        namedPorts or network; without a network it takes the first seeded member's."""
+        with self._store.lock:
+            self._seed_scope(project, name, None, zone)
+            group = instance_groups.seed(
+                self._store, project, zone, name, list(instances), dict(fields)
+            )
+            return copy.deepcopy(group)
+
     # -- inspection (deep copies; pending operations that are due are completed first) -----
 
     def health_checks(self, project: str, region: str | None = None) -> dict[str, Any]:
         """The global checks, or the regional ones of `region`."""
         return self._lb_snapshot("healthChecks", project, urls.scope_of(region))
+
+    def instance_groups(self, project: str, zone: str) -> dict[str, Any]:
+        return self._lb_snapshot("instanceGroups", project, urls.zone_scope(zone))
+
+    def instance_group_members(self, project: str, zone: str, name: str) -> list[str]:
+        """The instance URLs of a group, in the order they joined (KeyError if no group)."""
+        with self._store.lock:
+            operations.advance(self._store)
+            group = self._store.get("instanceGroups", project, urls.zone_scope(zone), name)
+            if group is None:
+                raise KeyError(f"instance group {project}/{zone}/{name}")
+            return [m["instance"] for m in instance_groups.members(self._store, group)]

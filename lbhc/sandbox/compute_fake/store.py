@@ -143,6 +143,10 @@ class Store:
         # none is, the fake answers for any project, as tests of one resource expect.
         self.projects: set[str] = set()
         self.reserved: set[tuple[str, str, str, str]] = set()
+        # The members of each instance group ({"instance": URL}) and network endpoint group
+        # (NetworkEndpoint dicts), by the group's id: no field of the group resource holds
+        # them, and an id is never reused, so a group made again under a name starts empty.
+        self.members: dict[str, list[dict[str, Any]]] = {}
         self.operations: dict[tuple[str, str, str], OpRecord] = {}
         self.pending: list[OpRecord] = []
         self.request_ids: dict[tuple[str, str], OpRecord] = {}

@@ -47,6 +47,19 @@ REQUIRED_METHODS = (
     | {("healthChecks", m) for m in (*CRUD, "aggregatedList")}
     | {("regionHealthChecks", m) for m in CRUD}
     | {
+        ("instanceGroups", m)
+        for m in (
+            "get",
+            "list",
+            "insert",
+            "delete",
+            "listInstances",
+            "addInstances",
+            "removeInstances",
+            "aggregatedList",
+        )
+    }
+    | {
         ("targetPools", m)
         for m in (
             "get",

@@ -9,14 +9,20 @@ from typing import Any
 import pytest
 
 from lbhc.sandbox.compute_fake import ComputeFake
-from lbhc.sandbox.compute_fake.resources import lb_health_checks
+from lbhc.sandbox.compute_fake.resources import instance_groups, lb_health_checks
 from tests.sandbox.compute_fake.test_conformance import assert_conforms, discovery
 
 P = "proj"
 R = "us-central1"
+Z = "us-central1-a"
+N1 = f"https://www.googleapis.com/compute/v1/projects/{P}/zones/{Z}/instances/n1"
+N2 = f"https://www.googleapis.com/compute/v1/projects/{P}/zones/{Z}/instances/n2"
 
 
-@pytest.mark.parametrize(("kind", "schema"), [(lb_health_checks.KIND, "HealthCheck")])
+@pytest.mark.parametrize(
+    ("kind", "schema"),
+    [(lb_health_checks.KIND, "HealthCheck"), (instance_groups.KIND, "InstanceGroup")],
+)
 def test_accepted_body_fields_are_schema_properties(kind: Any, schema: str) -> None:
     props = discovery()["schemas"][schema]["properties"]
     assert kind.fields <= set(props)
@@ -32,10 +38,16 @@ def test_each_check_type_has_its_protocol_schema(kind: str) -> None:
     assert protocol.fields == set(schema["properties"])
 
 
-def test_aggregated_kinds_are_the_discovery_defaults() -> None:
-    schemas = discovery()["schemas"]
-    aggregated = schemas["HealthChecksAggregatedList"]["properties"]["kind"]["default"]
-    assert aggregated == lb_health_checks.AGGREGATED_KIND
+@pytest.mark.parametrize(
+    ("kind", "schema"),
+    [
+        (lb_health_checks.AGGREGATED_KIND, "HealthChecksAggregatedList"),
+        (instance_groups.AGGREGATED_KIND, "InstanceGroupAggregatedList"),
+        (instance_groups.LIST_INSTANCES_KIND, "InstanceGroupsListInstances"),
+    ],
+)
+def test_response_kinds_are_the_discovery_defaults(kind: str, schema: str) -> None:
+    assert discovery()["schemas"][schema]["properties"]["kind"]["default"] == kind
 
 
 def _get(fake: ComputeFake, path: str, **query: str) -> Any:
@@ -61,6 +73,12 @@ def populated() -> ComputeFake:
     fake.add_health_check(
         P, "serving", R, httpsHealthCheck={"portSpecification": "USE_SERVING_PORT"}
     )
+    fake.add_instance(P, Z, "n1")
+    fake.add_instance(P, Z, "n2", status="STOPPED")
+    fake.add_instance_group(
+        P, Z, "ig", instances=[N1, N2], description="d", namedPorts=[{"name": "p", "port": 1}]
+    )
+    fake.add_instance_group(P, Z, "empty")
     return fake
 
 
@@ -74,8 +92,42 @@ def populated() -> ComputeFake:
         (f"projects/{P}/global/healthChecks", "HealthCheckList"),
         (f"projects/{P}/regions/{R}/healthChecks", "HealthCheckList"),
         (f"projects/{P}/aggregated/healthChecks", "HealthChecksAggregatedList"),
+        (f"projects/{P}/zones/{Z}/instanceGroups/ig", "InstanceGroup"),
+        (f"projects/{P}/zones/{Z}/instanceGroups/empty", "InstanceGroup"),
+        (f"projects/{P}/zones/{Z}/instanceGroups", "InstanceGroupList"),
+        (f"projects/{P}/aggregated/instanceGroups", "InstanceGroupAggregatedList"),
     ],
 )
 def test_emitted_json_conforms(populated: ComputeFake, path: str, schema: str) -> None:
     assert_conforms(_get(populated, path), schema)
     assert_conforms(_get(populated, path, maxResults="1"), schema)  # paged, with warnings
+
+
+def _post(fake: ComputeFake, path: str, body: Any, **query: str) -> Any:
+    raw = json.dumps(body).encode()
+    status, _, payload = fake.handle("POST", f"/compute/v1/{path}", query, {}, raw)
+    assert status == 200, payload
+    return json.loads(payload)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "schema"),
+    [
+        (
+            f"projects/{P}/zones/{Z}/instanceGroups/ig/listInstances",
+            {},
+            "InstanceGroupsListInstances",
+        ),
+        (
+            f"projects/{P}/zones/{Z}/instanceGroups/empty/addInstances",
+            {"instances": [{"instance": N1}]},
+            "Operation",
+        ),
+    ],
+)
+def test_emitted_json_of_posts_conforms(
+    populated: ComputeFake, path: str, body: Any, schema: str
+) -> None:
+    assert_conforms(_post(populated, path, body), schema)
+    if schema != "Operation":
+        assert_conforms(_post(populated, path, body, maxResults="1"), schema)
