@@ -5,11 +5,16 @@ network endpoint groups. A mixin of ComputeFake, apart so each file stays small.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import operations, urls
-from .resources import instance_groups, lb_health_checks
+from .resources import (
+    instance_groups,
+    lb_health_checks,
+    network_endpoint_groups,
+    network_endpoints,
+)
 from .store import GCE_REGIONS, Store, zone_region
 from .validation import check_name
 
@@ -62,6 +67,24 @@ class LoadBalancerSeeding:
             )
             return copy.deepcopy(group)
 
+    def add_network_endpoint_group(
+        self,
+        project: str,
+        zone: str,
+        name: str,
+        endpoints: Iterable[Mapping[str, str] | str] = (),
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Seed a GCE_VM_IP NEG (network "default" unless `network` says otherwise; not looked
+        up) holding `endpoints`: instance names or URLs of seeded instances (their primary IP
+        is the endpoint's), or NetworkEndpoint dicts {"instance", "ipAddress"} (the IP is
+        needed when the instance was not seeded)."""
+        entries = [{"instance": e} if isinstance(e, str) else dict(e) for e in endpoints]
+        with self._store.lock:
+            self._seed_scope(project, name, None, zone)
+            group = network_endpoints.seed(self._store, project, zone, name, entries, dict(fields))
+            return copy.deepcopy(group)
+
     # -- inspection (deep copies; pending operations that are due are completed first) -----
 
     def health_checks(self, project: str, region: str | None = None) -> dict[str, Any]:
@@ -79,3 +102,16 @@ class LoadBalancerSeeding:
             if group is None:
                 raise KeyError(f"instance group {project}/{zone}/{name}")
             return [m["instance"] for m in instance_groups.members(self._store, group)]
+
+    def network_endpoint_groups(self, project: str, zone: str) -> dict[str, Any]:
+        return self._lb_snapshot("networkEndpointGroups", project, urls.zone_scope(zone))
+
+    def network_endpoints(self, project: str, zone: str, name: str) -> list[dict[str, str]]:
+        """The endpoints of a NEG ({"instance": name, "ipAddress"}), in the order attached
+        (KeyError if there is no NEG)."""
+        with self._store.lock:
+            operations.advance(self._store)
+            group = self._store.get("networkEndpointGroups", project, urls.zone_scope(zone), name)
+            if group is None:
+                raise KeyError(f"network endpoint group {project}/{zone}/{name}")
+            return copy.deepcopy(network_endpoint_groups.endpoints(self._store, group))

@@ -22,6 +22,7 @@ from .resources import (
     instance_groups,
     instances,
     lb_health_checks,
+    network_endpoint_groups,
     networks,
     target_pools,
 )
@@ -40,6 +41,7 @@ KINDS = {
         instance_groups,
         instances,
         lb_health_checks,
+        network_endpoint_groups,
         networks,
         target_pools,
     )

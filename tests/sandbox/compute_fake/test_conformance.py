@@ -60,6 +60,19 @@ REQUIRED_METHODS = (
         )
     }
     | {
+        ("networkEndpointGroups", m)
+        for m in (
+            "get",
+            "list",
+            "insert",
+            "delete",
+            "listNetworkEndpoints",
+            "attachNetworkEndpoints",
+            "detachNetworkEndpoints",
+            "aggregatedList",
+        )
+    }
+    | {
         ("targetPools", m)
         for m in (
             "get",

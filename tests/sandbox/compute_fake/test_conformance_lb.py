@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from lbhc.sandbox.compute_fake import ComputeFake
-from lbhc.sandbox.compute_fake.resources import instance_groups, lb_health_checks
+from lbhc.sandbox.compute_fake.resources import (
+    instance_groups,
+    lb_health_checks,
+    network_endpoint_groups,
+    network_endpoints,
+)
 from tests.sandbox.compute_fake.test_conformance import assert_conforms, discovery
 
 P = "proj"
@@ -21,7 +26,11 @@ N2 = f"https://www.googleapis.com/compute/v1/projects/{P}/zones/{Z}/instances/n2
 
 @pytest.mark.parametrize(
     ("kind", "schema"),
-    [(lb_health_checks.KIND, "HealthCheck"), (instance_groups.KIND, "InstanceGroup")],
+    [
+        (lb_health_checks.KIND, "HealthCheck"),
+        (instance_groups.KIND, "InstanceGroup"),
+        (network_endpoint_groups.KIND, "NetworkEndpointGroup"),
+    ],
 )
 def test_accepted_body_fields_are_schema_properties(kind: Any, schema: str) -> None:
     props = discovery()["schemas"][schema]["properties"]
@@ -44,10 +53,19 @@ def test_each_check_type_has_its_protocol_schema(kind: str) -> None:
         (lb_health_checks.AGGREGATED_KIND, "HealthChecksAggregatedList"),
         (instance_groups.AGGREGATED_KIND, "InstanceGroupAggregatedList"),
         (instance_groups.LIST_INSTANCES_KIND, "InstanceGroupsListInstances"),
+        (network_endpoint_groups.AGGREGATED_KIND, "NetworkEndpointGroupAggregatedList"),
+        (network_endpoints.LIST_KIND, "NetworkEndpointGroupsListNetworkEndpoints"),
     ],
 )
 def test_response_kinds_are_the_discovery_defaults(kind: str, schema: str) -> None:
     assert discovery()["schemas"][schema]["properties"]["kind"]["default"] == kind
+
+
+def test_endpoint_fields_are_the_network_endpoint_schema() -> None:
+    props = discovery()["schemas"]["NetworkEndpoint"]["properties"]
+    assert set(props) == network_endpoints.ENDPOINT_FIELDS
+    neg = discovery()["schemas"]["NetworkEndpointGroup"]["properties"]
+    assert network_endpoint_groups.MODELLED_TYPE in neg["networkEndpointType"]["enum"]
 
 
 def _get(fake: ComputeFake, path: str, **query: str) -> Any:
@@ -79,6 +97,15 @@ def populated() -> ComputeFake:
         P, Z, "ig", instances=[N1, N2], description="d", namedPorts=[{"name": "p", "port": 1}]
     )
     fake.add_instance_group(P, Z, "empty")
+    fake.add_network_endpoint_group(
+        P,
+        Z,
+        "neg",
+        endpoints=["n1", {"instance": "unseeded", "ipAddress": "10.128.0.99"}],
+        description="d",
+        subnetwork=f"regions/{R}/subnetworks/default",
+    )
+    fake.add_network_endpoint_group(P, Z, "empty-neg")
     return fake
 
 
@@ -96,6 +123,9 @@ def populated() -> ComputeFake:
         (f"projects/{P}/zones/{Z}/instanceGroups/empty", "InstanceGroup"),
         (f"projects/{P}/zones/{Z}/instanceGroups", "InstanceGroupList"),
         (f"projects/{P}/aggregated/instanceGroups", "InstanceGroupAggregatedList"),
+        (f"projects/{P}/zones/{Z}/networkEndpointGroups/neg", "NetworkEndpointGroup"),
+        (f"projects/{P}/zones/{Z}/networkEndpointGroups", "NetworkEndpointGroupList"),
+        (f"projects/{P}/aggregated/networkEndpointGroups", "NetworkEndpointGroupAggregatedList"),
     ],
 )
 def test_emitted_json_conforms(populated: ComputeFake, path: str, schema: str) -> None:
@@ -117,6 +147,16 @@ def _post(fake: ComputeFake, path: str, body: Any, **query: str) -> Any:
             f"projects/{P}/zones/{Z}/instanceGroups/ig/listInstances",
             {},
             "InstanceGroupsListInstances",
+        ),
+        (
+            f"projects/{P}/zones/{Z}/networkEndpointGroups/neg/listNetworkEndpoints",
+            {"healthStatus": "SKIP"},
+            "NetworkEndpointGroupsListNetworkEndpoints",
+        ),
+        (
+            f"projects/{P}/zones/{Z}/networkEndpointGroups/empty-neg/attachNetworkEndpoints",
+            {"networkEndpoints": [{"instance": "n1"}]},
+            "Operation",
         ),
         (
             f"projects/{P}/zones/{Z}/instanceGroups/empty/addInstances",
