@@ -11,7 +11,7 @@ from . import app, operations, urls
 from .fake_lb import LoadBalancerSeeding
 from .faults import Faults
 from .journal import JournalEntry
-from .resources import common, firewalls, forwarding_rules, networks, target_pools
+from .resources import common, firewalls, networks, target_pools
 from .resources import health_checks as hc_resource
 from .resources import instances as instance_resource
 from .store import GCE_REGIONS, HealthSource, Store
@@ -241,38 +241,6 @@ class ComputeFake(LoadBalancerSeeding):
                 health_checks_=list(health_checks),
             )
             return copy.deepcopy(pool)
-
-    def add_forwarding_rule(
-        self,
-        project: str,
-        region: str,
-        name: str,
-        target: str = "",
-        description: str = "",
-        ip_address: str = "1.2.3.4",
-        port_range: str = "80-80",
-        ip_protocol: str = "TCP",
-        backend_service: str = "",
-    ) -> dict[str, Any]:
-        """Seed a rule pointing at a target pool (`target`, which must exist) or, as ingress-gce
-        makes for RBS Services, at a regional backend service (`backend_service`, not looked
-        up: the fake has no backend services); exactly one of the two."""
-        check_name(name, "name")
-        with self._store.lock:
-            self._seeding(project, region)
-            rule = forwarding_rules.seed(
-                self._store,
-                project,
-                region,
-                name,
-                target=target,
-                backend_service=backend_service,
-                description=description,
-                ip_address=ip_address,
-                port_range=port_range,
-                ip_protocol=ip_protocol,
-            )
-            return copy.deepcopy(rule)
 
     def add_instance(
         self,

@@ -1,6 +1,7 @@
-"""ComputeFake's seeding and inspection of backend-service load balancers (external and
-internal passthrough): health checks, regional backend services, zonal instance groups and
-network endpoint groups. A mixin of ComputeFake, apart so each file stays small."""
+"""ComputeFake's seeding and inspection of load balancers' resources beyond target pools:
+forwarding rules (to a pool or a backend service), health checks, regional backend services
+of passthrough load balancers, zonal instance groups and network endpoint groups. A mixin of
+ComputeFake, apart so each file stays small."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 from . import operations, urls
 from .resources import (
+    backend_services,
+    forwarding_rules,
     instance_groups,
     lb_health_checks,
     network_endpoint_groups,
@@ -53,6 +56,60 @@ class LoadBalancerSeeding:
             return copy.deepcopy(
                 lb_health_checks.seed(self._store, project, scope, name, dict(fields))
             )
+
+    def add_backend_service(
+        self, project: str, region: str, name: str, **fields: Any
+    ) -> dict[str, Any]:
+        """Seed a regional backend service of a passthrough load balancer, validated as on
+        insert: loadBalancingScheme (EXTERNAL, the default, or INTERNAL), protocol (TCP, UDP
+        or UNSPECIFIED), healthChecks (one URL of a seeded check), backends ({"group": full
+        URL of a seeded instance group or NEG}), ..."""
+        with self._store.lock:
+            self._seed_scope(project, name, region, None)
+            service = backend_services.seed(self._store, project, region, name, dict(fields))
+            return copy.deepcopy(service)
+
+    def add_forwarding_rule(
+        self,
+        project: str,
+        region: str,
+        name: str,
+        target: str = "",
+        description: str = "",
+        ip_address: str | None = "1.2.3.4",
+        port_range: str | None = None,
+        ip_protocol: str = "TCP",
+        backend_service: str = "",
+        load_balancing_scheme: str = "EXTERNAL",
+        ports: Iterable[str] = (),
+        all_ports: bool = False,
+        network: str = "",
+    ) -> dict[str, Any]:
+        """Seed a rule pointing at a target pool (`target`, which must exist) or at a regional
+        backend service (`backend_service`: when it exists its scheme must be the rule's; it
+        may be missing, as the sandbox seeds the rules of RBS Services without the backend
+        services ingress-gce would own); exactly one of the two. Ports: `port_range` (80-80
+        when neither `ports` nor `all_ports` is given to an EXTERNAL rule), `ports` or
+        `all_ports`. An INTERNAL rule is on `network` ("default" when empty; not verified);
+        `ip_address` None picks one (internal for INTERNAL)."""
+        port_list = tuple(ports)
+        ported = bool(port_list) or all_ports or load_balancing_scheme == "INTERNAL"
+        spec = forwarding_rules.RuleSpec(
+            target=target,
+            backend_service=backend_service,
+            description=description,
+            ip_address=ip_address,
+            port_range=port_range if port_range is not None or ported else "80-80",
+            ip_protocol=ip_protocol,
+            scheme=load_balancing_scheme,
+            ports=port_list,
+            all_ports=all_ports,
+            network=network,
+        )
+        with self._store.lock:
+            self._seed_scope(project, name, region, None)
+            rule = forwarding_rules.seed(self._store, project, region, name, spec)
+            return copy.deepcopy(rule)
 
     def add_instance_group(
         self, project: str, zone: str, name: str, instances: Iterable[str] = (), **fields: Any
@@ -115,3 +172,6 @@ class LoadBalancerSeeding:
             if group is None:
                 raise KeyError(f"network endpoint group {project}/{zone}/{name}")
             return copy.deepcopy(network_endpoint_groups.endpoints(self._store, group))
+
+    def backend_services(self, project: str, region: str) -> dict[str, Any]:
+        return self._lb_snapshot("backendServices", project, urls.scope_of(region))

@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import ComputeError
 from .resources import (
+    backend_services,
     common,
     firewalls,
     forwarding_rules,
@@ -35,6 +36,7 @@ LIST_FIELDS = frozenset({"kind", "id", "items", "nextPageToken", "selfLink", "wa
 KINDS = {
     module.KIND.collection: module.KIND
     for module in (
+        backend_services,
         firewalls,
         forwarding_rules,
         health_checks,
@@ -47,6 +49,7 @@ KINDS = {
     )
 }
 KINDS["regionHealthChecks"] = lb_health_checks.KIND
+KINDS["regionBackendServices"] = backend_services.KIND
 
 Selection = dict[str, "Selection | None"]  # None: the whole field
 _NAME = re.compile(r"[A-Za-z_*][A-Za-z0-9_]*")

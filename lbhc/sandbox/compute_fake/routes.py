@@ -13,6 +13,8 @@ from types import ModuleType
 from typing import NamedTuple
 
 from .resources import (
+    backend_health,
+    backend_services,
     firewalls,
     forwarding_rules,
     health_checks,
@@ -198,6 +200,13 @@ COMPUTE_ROUTES: tuple[Route, ...] = (
         forwarding_rules.handle_delete,
     ),
     Route(
+        "forwardingRules",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/forwardingRules",
+        forwarding_rules.handle_aggregated_list,
+    ),
+    Route(
         "globalOperations",
         "get",
         "GET",
@@ -261,6 +270,27 @@ COMPUTE_ROUTES += (
         "healthCheck",
         lb_health_checks,
         *_CRUD,
+    ),
+    *_rows(
+        "regionBackendServices",
+        f"{_P}/regions/{{region}}/backendServices",
+        "backendService",
+        backend_services,
+        *_CRUD,
+    ),
+    *_rows(
+        "regionBackendServices",
+        f"{_P}/regions/{{region}}/backendServices",
+        "backendService",
+        backend_health,
+        "getHealth",
+    ),
+    Route(
+        "backendServices",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/backendServices",
+        backend_services.handle_aggregated_list,
     ),
     *_rows(
         "instanceGroups",

@@ -35,6 +35,7 @@ REQUIRED_METHODS = (
         ("forwardingRules", "list"),
         ("forwardingRules", "insert"),
         ("forwardingRules", "delete"),
+        ("forwardingRules", "aggregatedList"),
         ("globalOperations", "get"),
         ("globalOperations", "wait"),
         ("regionOperations", "get"),
@@ -45,6 +46,8 @@ REQUIRED_METHODS = (
         ("zoneOperations", "wait"),
     }
     | {("healthChecks", m) for m in (*CRUD, "aggregatedList")}
+    | {("regionBackendServices", m) for m in (*CRUD, "getHealth")}
+    | {("backendServices", "aggregatedList")}
     | {("regionHealthChecks", m) for m in CRUD}
     | {
         ("instanceGroups", m)

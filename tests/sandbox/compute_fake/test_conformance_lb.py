@@ -10,6 +10,9 @@ import pytest
 
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.compute_fake.resources import (
+    backend_health,
+    backend_services,
+    forwarding_rules,
     instance_groups,
     lb_health_checks,
     network_endpoint_groups,
@@ -20,6 +23,7 @@ from tests.sandbox.compute_fake.test_conformance import assert_conforms, discove
 P = "proj"
 R = "us-central1"
 Z = "us-central1-a"
+CANONICAL = "https://www.googleapis.com/compute/v1/"
 N1 = f"https://www.googleapis.com/compute/v1/projects/{P}/zones/{Z}/instances/n1"
 N2 = f"https://www.googleapis.com/compute/v1/projects/{P}/zones/{Z}/instances/n2"
 
@@ -27,6 +31,7 @@ N2 = f"https://www.googleapis.com/compute/v1/projects/{P}/zones/{Z}/instances/n2
 @pytest.mark.parametrize(
     ("kind", "schema"),
     [
+        (backend_services.KIND, "BackendService"),
         (lb_health_checks.KIND, "HealthCheck"),
         (instance_groups.KIND, "InstanceGroup"),
         (network_endpoint_groups.KIND, "NetworkEndpointGroup"),
@@ -55,6 +60,9 @@ def test_each_check_type_has_its_protocol_schema(kind: str) -> None:
         (instance_groups.LIST_INSTANCES_KIND, "InstanceGroupsListInstances"),
         (network_endpoint_groups.AGGREGATED_KIND, "NetworkEndpointGroupAggregatedList"),
         (network_endpoints.LIST_KIND, "NetworkEndpointGroupsListNetworkEndpoints"),
+        (backend_services.AGGREGATED_KIND, "BackendServiceAggregatedList"),
+        (backend_health.HEALTH_KIND, "BackendServiceGroupHealth"),
+        (forwarding_rules.AGGREGATED_KIND, "ForwardingRuleAggregatedList"),
     ],
 )
 def test_response_kinds_are_the_discovery_defaults(kind: str, schema: str) -> None:
@@ -66,6 +74,14 @@ def test_endpoint_fields_are_the_network_endpoint_schema() -> None:
     assert set(props) == network_endpoints.ENDPOINT_FIELDS
     neg = discovery()["schemas"]["NetworkEndpointGroup"]["properties"]
     assert network_endpoint_groups.MODELLED_TYPE in neg["networkEndpointType"]["enum"]
+
+
+def test_backend_fields_are_the_backend_schema() -> None:
+    props = set(discovery()["schemas"]["Backend"]["properties"])
+    assert props == backend_services.BACKEND_SCHEMA_FIELDS
+    service = discovery()["schemas"]["BackendService"]["properties"]
+    assert set(service["loadBalancingScheme"]["enum"]) >= backend_services.SCHEMES
+    assert set(service["protocol"]["enum"]) >= backend_services.PROTOCOLS
 
 
 def _get(fake: ComputeFake, path: str, **query: str) -> Any:
@@ -106,6 +122,46 @@ def populated() -> ComputeFake:
         subnetwork=f"regions/{R}/subnetworks/default",
     )
     fake.add_network_endpoint_group(P, Z, "empty-neg")
+    hc = f"regions/{R}/healthChecks/rhc"
+    fake.add_backend_service(
+        P,
+        R,
+        "bs",
+        protocol="TCP",
+        healthChecks=[hc],
+        backends=[{"group": f"{CANONICAL}projects/{P}/zones/{Z}/instanceGroups/ig"}],
+        connectionDraining={"drainingTimeoutSec": 30},
+        description="d",
+    )
+    fake.add_backend_service(
+        P,
+        R,
+        "ilb",
+        loadBalancingScheme="INTERNAL",
+        protocol="UDP",
+        healthChecks=["global/healthChecks/hc"],
+        backends=[
+            {
+                "group": f"{CANONICAL}projects/{P}/zones/{Z}/networkEndpointGroups/neg",
+                "failover": False,
+                "description": "d",
+            }
+        ],
+        network="default",
+        sessionAffinity="CLIENT_IP_PROTO",
+    )
+    services = f"projects/{P}/regions/{R}/backendServices"
+    fake.add_forwarding_rule(P, R, "nlb", backend_service=f"{services}/bs", ports=["80", "443"])
+    fake.add_forwarding_rule(
+        P,
+        R,
+        "ilb",
+        backend_service=f"{services}/ilb",
+        load_balancing_scheme="INTERNAL",
+        ip_protocol="UDP",
+        all_ports=True,
+        ip_address=None,
+    )
     return fake
 
 
@@ -126,6 +182,13 @@ def populated() -> ComputeFake:
         (f"projects/{P}/zones/{Z}/networkEndpointGroups/neg", "NetworkEndpointGroup"),
         (f"projects/{P}/zones/{Z}/networkEndpointGroups", "NetworkEndpointGroupList"),
         (f"projects/{P}/aggregated/networkEndpointGroups", "NetworkEndpointGroupAggregatedList"),
+        (f"projects/{P}/regions/{R}/backendServices/bs", "BackendService"),
+        (f"projects/{P}/regions/{R}/backendServices/ilb", "BackendService"),
+        (f"projects/{P}/regions/{R}/backendServices", "BackendServiceList"),
+        (f"projects/{P}/aggregated/backendServices", "BackendServiceAggregatedList"),
+        (f"projects/{P}/regions/{R}/forwardingRules/nlb", "ForwardingRule"),
+        (f"projects/{P}/regions/{R}/forwardingRules/ilb", "ForwardingRule"),
+        (f"projects/{P}/aggregated/forwardingRules", "ForwardingRuleAggregatedList"),
     ],
 )
 def test_emitted_json_conforms(populated: ComputeFake, path: str, schema: str) -> None:
@@ -159,6 +222,21 @@ def _post(fake: ComputeFake, path: str, body: Any, **query: str) -> Any:
             "Operation",
         ),
         (
+            f"projects/{P}/regions/{R}/backendServices/bs/getHealth",
+            {"group": f"{CANONICAL}projects/{P}/zones/{Z}/instanceGroups/ig"},
+            "BackendServiceGroupHealth",
+        ),
+        (
+            f"projects/{P}/regions/{R}/backendServices/ilb/getHealth",
+            {"group": f"{CANONICAL}projects/{P}/zones/{Z}/networkEndpointGroups/neg"},
+            "BackendServiceGroupHealth",
+        ),
+        (
+            f"projects/{P}/regions/{R}/backendServices/bs",
+            None,
+            "Operation",
+        ),
+        (
             f"projects/{P}/zones/{Z}/instanceGroups/empty/addInstances",
             {"instances": [{"instance": N1}]},
             "Operation",
@@ -168,6 +246,12 @@ def _post(fake: ComputeFake, path: str, body: Any, **query: str) -> Any:
 def test_emitted_json_of_posts_conforms(
     populated: ComputeFake, path: str, body: Any, schema: str
 ) -> None:
+    if body is None:  # a patch
+        raw = json.dumps({"description": "e"}).encode()
+        status, _, payload = populated.handle("PATCH", f"/compute/v1/{path}", {}, {}, raw)
+        assert status == 200, payload
+        assert_conforms(json.loads(payload), schema)
+        return
     assert_conforms(_post(populated, path, body), schema)
     if schema != "Operation":
         assert_conforms(_post(populated, path, body, maxResults="1"), schema)
