@@ -219,6 +219,9 @@ def test_list_instances_states_and_filters(clients: Any, api: Any, seeded: Compu
         api.call("POST", path, {"instanceState": "STOPPED"})
     masked = api.call("POST", path, {}, params={"fields": "items/instance"})
     assert masked == {"items": [{"instance": vm(n)} for n in ("n1", "n2", "stopped")]}
+    with pytest.raises(gexc.BadRequest) as info:
+        api.call("POST", path, {}, params={"fields": "items/name"})  # a member has no name
+    assert info.value.errors[0]["reason"] == "invalidParameter"
     mutations = [e.path.rsplit("/", 1)[1] for e in seeded.mutating_requests()]
     assert mutations == ["addInstances"]  # listInstances is a read
 

@@ -227,9 +227,16 @@ def test_partial_responses(api: Any, fake: ComputeFake) -> None:
     assert aggregated["items"][f"regions/{R}"]["healthChecks"] == [
         {"name": "hc", "selfLink": f"{CANONICAL}{REGIONAL}/hc"}
     ]
-    with pytest.raises(gexc.BadRequest) as info:
-        api.call("GET", REGIONAL, params={"fields": "items(nmae)"})
-    assert info.value.errors[0]["reason"] == "invalidParameter"
+    aggregated_path = f"projects/{P}/aggregated/healthChecks"
+    for path, mask in [
+        (REGIONAL, "items(nmae)"),
+        (aggregated_path, "items/*/healthChecks(nmae)"),
+        (aggregated_path, "items/*/checks"),
+        (aggregated_path, "itmes"),
+    ]:
+        with pytest.raises(gexc.BadRequest) as info:
+            api.call("GET", path, params={"fields": mask})
+        assert info.value.errors[0]["reason"] == "invalidParameter", mask
 
 
 def test_seed_helper_validates_as_insert(fake: ComputeFake) -> None:
