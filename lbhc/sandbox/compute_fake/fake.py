@@ -78,9 +78,12 @@ class ComputeFake(LoadBalancerSeeding):
 
     @property
     def health_source(self) -> HealthSource | None:
-        """callable(pool_dict, instance_url, ip_address) -> "HEALTHY" | "UNHEALTHY" | None
-        (None: fall back), asked once per forwarding rule IP that points at the pool (probes
-        go to each IP, so health is per IP), or once with ip_address None when none does."""
+        """callable(lb_dict, instance_url, ip_address) -> "HEALTHY" | "UNHEALTHY" | None
+        (None: fall back), asked once per forwarding rule IP that points at the load balancer
+        (probes go to each IP, so health is per IP), or once with ip_address None when none
+        does. `lb_dict` is the target pool for targetPools.getHealth, the backend service (kind
+        compute#backendService) for regionBackendServices.getHealth: either way its
+        healthChecks[0] is the check and its selfLink the load balancer."""
         return self._store.health_source
 
     @health_source.setter

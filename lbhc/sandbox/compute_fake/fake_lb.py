@@ -62,8 +62,9 @@ class LoadBalancerSeeding:
     ) -> dict[str, Any]:
         """Seed a regional backend service of a passthrough load balancer, validated as on
         insert: loadBalancingScheme (EXTERNAL, the default, or INTERNAL), protocol (TCP, UDP
-        or UNSPECIFIED), healthChecks (one URL of a seeded check), backends ({"group": full
-        URL of a seeded instance group or NEG}), ..."""
+        or UNSPECIFIED: required), healthChecks (one reference to a seeded check),
+        backends ([{"group": full URL of a seeded instance group or NEG}]), and the other
+        fields backend_services.KIND lists."""
         with self._store.lock:
             self._seed_scope(project, name, region, None)
             service = backend_services.seed(self._store, project, region, name, dict(fields))

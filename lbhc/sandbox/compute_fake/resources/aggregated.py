@@ -19,7 +19,8 @@ from .common import Request, Response
 
 
 def scope_of(resource: dict[str, Any]) -> str:
-    """ "zones/Z", "regions/R" or "global", from the resource's zone or region URL."""
+    """The scope of a resource ("zones/Z", "regions/R" or "global"), from its zone or region
+    URL."""
     if resource.get("zone"):
         return "zones/" + str(resource["zone"]).rsplit("/", 1)[1]
     if resource.get("region"):

@@ -13,18 +13,18 @@ What the discovery document says and the fake does (BackendService, Backend):
 
 Choices where the real API is not documented precisely:
 - Only EXTERNAL and INTERNAL with protocol TCP, UDP or UNSPECIFIED are modelled; another scheme
-  or protocol (HTTP, the documented default, included) is 400 invalid saying so. The scheme
-  defaults to EXTERNAL.
-- An EXTERNAL service takes a regional check only (as Google's guide to backend service-based
-  external passthrough Network Load Balancers describes them); INTERNAL takes a global or a
-  regional one, in its region.
+  or protocol is 400 invalid saying so. A scheme left out is EXTERNAL; a protocol left out is
+  taken as HTTP (what we understand the real API stores then) and so refused too.
+- An EXTERNAL service takes a regional check only (Google's overview of backend service-based
+  external passthrough Network Load Balancers has them use regional checks, as ingress-gce's
+  do); INTERNAL takes a global or a regional one, in its region.
 - Backends are zonal instance groups or GCE_VM_IP NEGs in the service's region, not both kinds
-  in one service (Google's backend services overview: a backend service uses one kind of
-  backend), each group once; balancingMode defaults to CONNECTION, the only mode passthrough
-  load balancers use, and another mode is 400 invalid.
+  in one service (Google's backend services overview: one kind of backend per service), each
+  group once; balancingMode defaults to CONNECTION, the only mode passthrough load balancers
+  use, and another mode is 400 invalid.
 - patch needs no fingerprint, but one given must be current (412 otherwise).
-- Defaults shown, as gcloud shows them for such services: sessionAffinity NONE, timeoutSec
-  30, connectionDraining.drainingTimeoutSec 0.
+- Defaults shown: sessionAffinity NONE and timeoutSec 30 (the discovery document's), and
+  connectionDraining.drainingTimeoutSec 0.
 - Deleting a service a forwarding rule points at is 400 resourceInUseByAnotherResource naming
   the rule, as deleting a pool a rule points at is.
 """
