@@ -16,7 +16,7 @@ from . import fieldmask, operations, routes
 from .errors import ComputeError, invalid_value, not_found
 from .journal import JournalEntry
 from .resources.common import Request, Response
-from .store import GCE_REGIONS, Store
+from .store import GCE_REGIONS, Store, zone_region
 from .validation import check_request_id, parse_json_object
 
 RESPONSE_HEADERS = {"Content-Type": "application/json; charset=UTF-8"}
@@ -124,11 +124,12 @@ def _serve(
 
 
 def _check_scope(store: Store, params: dict[str, str]) -> None:
-    """A project that does not exist, or a region GCE does not have, is refused before any
-    resource is looked at, in the real API's words: 404 notFound "The resource 'projects/P'
-    was not found" (e.g. hashicorp/terraform#4031, mantl/mantl#1002), and 400 invalid "Invalid
+    """A project that does not exist, or a region or zone GCE does not have, is refused before
+    any resource is looked at, in the real API's words: 404 notFound "The resource 'projects/P'
+    was not found" (e.g. hashicorp/terraform#4031, mantl/mantl#1002), 400 invalid "Invalid
     value for field 'region': 'R'. Unknown region." (googleapis/nodejs-compute#390,
-    kelseyhightower/kubernetes-the-hard-way#164)."""
+    kelseyhightower/kubernetes-the-hard-way#164) and "Invalid value for field 'zone': 'Z'.
+    Unknown zone." (inspec/inspec-gcp#301, a region given as the zone of instanceGroups.get)."""
     project = params.get("project")
     with store.lock:
         unknown = project is not None and bool(store.projects) and project not in store.projects
@@ -137,6 +138,9 @@ def _check_scope(store: Store, params: dict[str, str]) -> None:
     region = params.get("region")
     if region is not None and region not in GCE_REGIONS:
         raise invalid_value("region", region, "Unknown region.")
+    zone = params.get("zone")
+    if zone is not None and zone_region(zone) is None:
+        raise invalid_value("zone", zone, "Unknown zone.")
 
 
 def _split(path: str, query: Query) -> tuple[str, dict[str, str]]:

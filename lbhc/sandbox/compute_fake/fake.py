@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import app, operations, urls
+from .fake_lb import LoadBalancerSeeding
 from .faults import Faults
 from .journal import JournalEntry
-from .resources import common, firewalls, forwarding_rules, networks, target_pools
+from .resources import common, firewalls, networks, target_pools
 from .resources import health_checks as hc_resource
 from .resources import instances as instance_resource
 from .store import GCE_REGIONS, HealthSource, Store
@@ -20,8 +21,9 @@ _HEALTH_STATES = frozenset({"HEALTHY", "UNHEALTHY"})
 _IN_USE_MODES = frozenset({"http", "operation"})
 
 
-class ComputeFake:
-    """A stateful in-memory Compute API v1 subset; serve it with ComputeFakeServer or responses."""
+class ComputeFake(LoadBalancerSeeding):
+    """A stateful in-memory Compute API v1 subset; serve it with ComputeFakeServer or responses.
+    Backend-service load balancers are seeded and inspected through LoadBalancerSeeding."""
 
     def __init__(
         self,
@@ -76,9 +78,12 @@ class ComputeFake:
 
     @property
     def health_source(self) -> HealthSource | None:
-        """callable(pool_dict, instance_url, ip_address) -> "HEALTHY" | "UNHEALTHY" | None
-        (None: fall back), asked once per forwarding rule IP that points at the pool (probes
-        go to each IP, so health is per IP), or once with ip_address None when none does."""
+        """callable(lb_dict, instance_url, ip_address) -> "HEALTHY" | "UNHEALTHY" | None
+        (None: fall back), asked once per forwarding rule IP that points at the load balancer
+        (probes go to each IP, so health is per IP), or once with ip_address None when none
+        does. `lb_dict` is the target pool for targetPools.getHealth, the backend service (kind
+        compute#backendService) for regionBackendServices.getHealth: either way its
+        healthChecks[0] is the check and its selfLink the load balancer."""
         return self._store.health_source
 
     @health_source.setter
@@ -240,38 +245,6 @@ class ComputeFake:
             )
             return copy.deepcopy(pool)
 
-    def add_forwarding_rule(
-        self,
-        project: str,
-        region: str,
-        name: str,
-        target: str = "",
-        description: str = "",
-        ip_address: str = "1.2.3.4",
-        port_range: str = "80-80",
-        ip_protocol: str = "TCP",
-        backend_service: str = "",
-    ) -> dict[str, Any]:
-        """Seed a rule pointing at a target pool (`target`, which must exist) or, as ingress-gce
-        makes for RBS Services, at a regional backend service (`backend_service`, not looked
-        up: the fake has no backend services); exactly one of the two."""
-        check_name(name, "name")
-        with self._store.lock:
-            self._seeding(project, region)
-            rule = forwarding_rules.seed(
-                self._store,
-                project,
-                region,
-                name,
-                target=target,
-                backend_service=backend_service,
-                description=description,
-                ip_address=ip_address,
-                port_range=port_range,
-                ip_protocol=ip_protocol,
-            )
-            return copy.deepcopy(rule)
-
     def add_instance(
         self,
         project: str,
@@ -284,10 +257,12 @@ class ComputeFake:
         description: str = "",
         machine_type: str = instance_resource.DEFAULT_MACHINE_TYPE,
         service_accounts: Iterable[str] = (),
+        status: str = "RUNNING",
     ) -> dict[str, Any]:
-        """Seed a RUNNING VM: one interface on `network` (a name or reference; not verified)
-        with `network_ip` (the project's next free 10.128.0.x when None), instance metadata
-        items in the order given, network tags, the service accounts it runs as (emails)."""
+        """Seed a VM (RUNNING unless `status` says otherwise): one interface on `network` (a
+        name or reference; not verified) with `network_ip` (the project's next free
+        10.128.0.x when None), instance metadata items in the order given, network tags, the
+        service accounts it runs as (emails)."""
         check_name(name, "name")
         with self._store.lock:
             self._seeding(project)
@@ -303,6 +278,7 @@ class ComputeFake:
                 description=description,
                 machine_type=machine_type,
                 service_accounts=list(service_accounts),
+                status=status,
             )
             return copy.deepcopy(instance)
 

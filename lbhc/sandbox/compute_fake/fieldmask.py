@@ -15,11 +15,16 @@ from typing import Any
 
 from .errors import ComputeError
 from .resources import (
+    backend_services,
     common,
     firewalls,
     forwarding_rules,
     health_checks,
+    instance_groups,
     instances,
+    lb_health_checks,
+    network_endpoint_groups,
+    network_endpoints,
     networks,
     target_pools,
 )
@@ -27,10 +32,31 @@ from .resources import (
 # What every list response has besides its items (the discovery schema's *List properties).
 LIST_FIELDS = frozenset({"kind", "id", "items", "nextPageToken", "selfLink", "warning"})
 
+# The kind of resource each discovery resource serves (a regional resource's collection is
+# named like its global sibling's: regionHealthChecks serve `healthChecks`).
 KINDS = {
     module.KIND.collection: module.KIND
-    for module in (firewalls, forwarding_rules, health_checks, instances, networks, target_pools)
+    for module in (
+        backend_services,
+        firewalls,
+        forwarding_rules,
+        health_checks,
+        instance_groups,
+        instances,
+        lb_health_checks,
+        network_endpoint_groups,
+        networks,
+        target_pools,
+    )
 }
+# The members' fields of the listings of a group's members (InstanceWithNamedPorts,
+# NetworkEndpointWithHealthStatus), by the listing's kind.
+MEMBER_LISTS = {
+    instance_groups.LIST_INSTANCES_KIND: frozenset({"instance", "namedPorts", "status"}),
+    network_endpoints.LIST_KIND: frozenset({"healths", "networkEndpoint"}),
+}
+KINDS["regionHealthChecks"] = lb_health_checks.KIND
+KINDS["regionBackendServices"] = backend_services.KIND
 
 Selection = dict[str, "Selection | None"]  # None: the whole field
 _NAME = re.compile(r"[A-Za-z_*][A-Za-z0-9_]*")
@@ -68,9 +94,22 @@ def apply(selection: Selection, value: Any) -> Any:
 
 def check(selection: Selection, payload: dict[str, Any], kind: common.Kind | None) -> None:
     """Reject fields the response's schema does not have: list fields at the top of a list,
-    the resource's own fields at the top of a get and inside `items`. Deeper levels and
-    responses of unknown kind (operations) are not checked."""
+    the resource's own fields at the top of a get and inside `items`; in an aggregated list,
+    the scoped lists' fields and the resource's inside them; in a listing of a group's members,
+    the member's fields inside `items`. Deeper levels and responses of unknown kind
+    (operations, getHealth) are not checked."""
+    members = MEMBER_LISTS.get(str(payload.get("kind")))
+    if members is not None:
+        _check_names(selection, LIST_FIELDS)
+        _check_names(selection.get("items") or {}, members)
+        return
     if kind is None:
+        return
+    if str(payload.get("kind")).endswith("AggregatedList"):
+        _check_names(selection, LIST_FIELDS | {"unreachables"})
+        for scoped in (selection.get("items") or {}).values():  # keyed by scope or "*"
+            _check_names(scoped or {}, frozenset({kind.collection, "warning"}))
+            _check_names((scoped or {}).get(kind.collection) or {}, kind.fields)
         return
     if payload.get("kind") == kind.list_kind:
         _check_names(selection, LIST_FIELDS)

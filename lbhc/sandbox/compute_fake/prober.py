@@ -216,8 +216,10 @@ class HealthProber:
         a caller asking for the pool as a whole): HEALTHY only if HEALTHY at every IP of the
         pool's forwarding rules as of the last rescan."""
         checks = pool.get("healthChecks") or []
-        if not checks:
-            return None  # no check: the fake's own rule applies
+        if not checks or pool.get("kind") == "compute#backendService":
+            # No check, or a backend service's (the prober probes pools' legacy checks only):
+            # the fake's own rule applies.
+            return None
         with self._lock:
             if ip_address is None:
                 ips = self._pool_ips.get(str(pool.get("selfLink")), [""])

@@ -9,13 +9,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import cache
+from types import ModuleType
 from typing import NamedTuple
 
 from .resources import (
+    backend_health,
+    backend_services,
     firewalls,
     forwarding_rules,
     health_checks,
+    instance_group_members,
+    instance_groups,
     instances,
+    lb_health_checks,
+    network_endpoint_groups,
+    network_endpoints,
     networks,
     operations_api,
     target_pool_members,
@@ -26,7 +34,7 @@ from .resources.common import Request, Response
 API_PREFIX = "/compute/v1/"
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # POST methods that only read.
-_READ_ONLY_POSTS = frozenset({"getHealth", "wait"})
+_READ_ONLY_POSTS = frozenset({"getHealth", "wait", "listInstances", "listNetworkEndpoints"})
 # Handlers that manage the store lock themselves (they block or call out).
 _SELF_LOCKING = frozenset({"getHealth", "wait"})
 
@@ -60,12 +68,38 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile(regex)
 
 
+# The standard verbs: (HTTP method, whether the path names one resource). Other verbs are
+# POSTs to `<collection>/{name}/<verb>`, served by the module's handle_<verb in snake case>.
+_STANDARD = {
+    "get": ("GET", True),
+    "list": ("GET", False),
+    "insert": ("POST", False),
+    "update": ("PUT", True),
+    "patch": ("PATCH", True),
+    "delete": ("DELETE", True),
+}
+
+
+def _rows(resource: str, path: str, param: str, module: ModuleType, *verbs: str) -> list[Route]:
+    """One row per verb of a discovery resource whose collection is at `path`."""
+    rows: list[Route] = []
+    for verb in verbs:
+        handler = getattr(module, "handle_" + re.sub(r"(?<!^)(?=[A-Z])", "_", verb).lower())
+        http_method, on_item = _STANDARD.get(verb, ("POST", True))
+        template = f"{path}/{{{param}}}" if on_item else path
+        if verb not in _STANDARD:
+            template += f"/{verb}"
+        rows.append(Route(resource, verb, http_method, template, handler))
+    return rows
+
+
 _P = "projects/{project}"
 _HC = f"{_P}/global/httpHealthChecks"
 _FW = f"{_P}/global/firewalls"
 _TP = f"{_P}/regions/{{region}}/targetPools"
 _FR = f"{_P}/regions/{{region}}/forwardingRules"
 _VM = f"{_P}/zones/{{zone}}/instances/{{instance}}"
+_CRUD = ("get", "list", "insert", "update", "patch", "delete")
 
 COMPUTE_ROUTES: tuple[Route, ...] = (
     Route("httpHealthChecks", "get", "GET", f"{_HC}/{{httpHealthCheck}}", health_checks.handle_get),
@@ -166,6 +200,13 @@ COMPUTE_ROUTES: tuple[Route, ...] = (
         forwarding_rules.handle_delete,
     ),
     Route(
+        "forwardingRules",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/forwardingRules",
+        forwarding_rules.handle_aggregated_list,
+    ),
+    Route(
         "globalOperations",
         "get",
         "GET",
@@ -208,6 +249,100 @@ COMPUTE_ROUTES: tuple[Route, ...] = (
         "POST",
         f"{_P}/zones/{{zone}}/operations/{{operation}}/wait",
         operations_api.handle_wait,
+    ),
+)
+
+
+# Backend-service load balancers (external and internal passthrough): their checks, backend
+# services, instance groups and network endpoint groups.
+COMPUTE_ROUTES += (
+    *_rows("healthChecks", f"{_P}/global/healthChecks", "healthCheck", lb_health_checks, *_CRUD),
+    Route(
+        "healthChecks",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/healthChecks",
+        lb_health_checks.handle_aggregated_list,
+    ),
+    *_rows(
+        "regionHealthChecks",
+        f"{_P}/regions/{{region}}/healthChecks",
+        "healthCheck",
+        lb_health_checks,
+        *_CRUD,
+    ),
+    *_rows(
+        "regionBackendServices",
+        f"{_P}/regions/{{region}}/backendServices",
+        "backendService",
+        backend_services,
+        *_CRUD,
+    ),
+    *_rows(
+        "regionBackendServices",
+        f"{_P}/regions/{{region}}/backendServices",
+        "backendService",
+        backend_health,
+        "getHealth",
+    ),
+    Route(
+        "backendServices",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/backendServices",
+        backend_services.handle_aggregated_list,
+    ),
+    *_rows(
+        "instanceGroups",
+        f"{_P}/zones/{{zone}}/instanceGroups",
+        "instanceGroup",
+        instance_groups,
+        "get",
+        "list",
+        "insert",
+        "delete",
+        "listInstances",
+    ),
+    *_rows(
+        "instanceGroups",
+        f"{_P}/zones/{{zone}}/instanceGroups",
+        "instanceGroup",
+        instance_group_members,
+        "addInstances",
+        "removeInstances",
+    ),
+    Route(
+        "instanceGroups",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/instanceGroups",
+        instance_groups.handle_aggregated_list,
+    ),
+    *_rows(
+        "networkEndpointGroups",
+        f"{_P}/zones/{{zone}}/networkEndpointGroups",
+        "networkEndpointGroup",
+        network_endpoint_groups,
+        "get",
+        "list",
+        "insert",
+        "delete",
+    ),
+    *_rows(
+        "networkEndpointGroups",
+        f"{_P}/zones/{{zone}}/networkEndpointGroups",
+        "networkEndpointGroup",
+        network_endpoints,
+        "listNetworkEndpoints",
+        "attachNetworkEndpoints",
+        "detachNetworkEndpoints",
+    ),
+    Route(
+        "networkEndpointGroups",
+        "aggregatedList",
+        "GET",
+        f"{_P}/aggregated/networkEndpointGroups",
+        network_endpoint_groups.handle_aggregated_list,
     ),
 )
 

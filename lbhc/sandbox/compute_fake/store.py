@@ -6,6 +6,7 @@ One re-entrant lock guards everything; `cond` (built on it) lets `wait` block wi
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -69,7 +70,41 @@ GCE_REGIONS = frozenset(
     }
 )
 
-# health_source(pool, instance URL, forwarding rule IP or None) -> state, or None: fall back
+# The zones of DEFAULT_REGIONS, as `gcloud compute zones list` prints them: the zonal aggregated
+# lists always report these (with a NO_RESULTS_ON_PAGE warning when empty), as they do regions.
+DEFAULT_ZONES = (
+    "asia-east1-a",
+    "asia-east1-b",
+    "asia-east1-c",
+    "europe-west1-b",
+    "europe-west1-c",
+    "europe-west1-d",
+    "us-central1-a",
+    "us-central1-b",
+    "us-central1-c",
+    "us-central1-f",
+    "us-east1-b",
+    "us-east1-c",
+    "us-east1-d",
+    "us-west1-a",
+    "us-west1-b",
+    "us-west1-c",
+)
+_ZONE = re.compile(r"(?P<region>[a-z0-9-]+)-[a-z]")
+
+
+def zone_region(zone: str) -> str | None:
+    """The region of a zone GCE could have (a GCE region, a dash, one letter), else None. The
+    letters are not checked against GCE's list: each region has its own few, and they change."""
+    found = _ZONE.fullmatch(zone)
+    region = found["region"] if found else None
+    return region if region in GCE_REGIONS else None
+
+
+# health_source(load balancer resource, instance URL, forwarding rule IP or None) -> state, or
+# None: fall back. The resource is the target pool (kind compute#targetPool) or, for
+# regionBackendServices.getHealth, the backend service (kind compute#backendService); either
+# way its `healthChecks[0]` names the check and its `selfLink` the load balancer.
 HealthSource = Callable[[dict[str, Any], str, str | None], str | None]
 
 BucketKey = tuple[str, str, str]  # (collection, project, scope)
@@ -103,10 +138,15 @@ class Store:
         self.default_instance_tags: tuple[str, ...] = ()
         self.default_instance_service_accounts: tuple[str, ...] = ()
         self.regions: set[str] = set(DEFAULT_REGIONS)
+        self.zones: set[str] = set(DEFAULT_ZONES)
         # The projects that exist: every one seeded or named (ComputeFake.add_project). While
         # none is, the fake answers for any project, as tests of one resource expect.
         self.projects: set[str] = set()
         self.reserved: set[tuple[str, str, str, str]] = set()
+        # The members of each instance group ({"instance": URL}) and network endpoint group
+        # (NetworkEndpoint dicts), by the group's id: no field of the group resource holds
+        # them, and an id is never reused, so a group made again under a name starts empty.
+        self.members: dict[str, list[dict[str, Any]]] = {}
         self.operations: dict[tuple[str, str, str], OpRecord] = {}
         self.pending: list[OpRecord] = []
         self.request_ids: dict[tuple[str, str], OpRecord] = {}

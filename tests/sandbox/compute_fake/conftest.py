@@ -91,6 +91,12 @@ class Clients:
         self.region_ops = compute_v1.RegionOperationsClient(**kwargs)
         self.instances = compute_v1.InstancesClient(**kwargs)
         self.zone_ops = compute_v1.ZoneOperationsClient(**kwargs)
+        self.health_checks = compute_v1.HealthChecksClient(**kwargs)
+        self.region_health_checks = compute_v1.RegionHealthChecksClient(**kwargs)
+        self.region_backend_services = compute_v1.RegionBackendServicesClient(**kwargs)
+        self.backend_services = compute_v1.BackendServicesClient(**kwargs)
+        self.instance_groups = compute_v1.InstanceGroupsClient(**kwargs)
+        self.network_endpoint_groups = compute_v1.NetworkEndpointGroupsClient(**kwargs)
 
 
 def check_url(name: str, project: str = PROJECT) -> str:

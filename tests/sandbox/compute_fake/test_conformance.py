@@ -23,6 +23,7 @@ PROJECT = "proj"
 REGION = "us-central1"
 N1 = "https://www.googleapis.com/compute/v1/projects/proj/zones/us-central1-a/instances/n1"
 
+CRUD = ("get", "list", "insert", "update", "patch", "delete")
 REQUIRED_METHODS = (
     {("httpHealthChecks", m) for m in ("get", "list", "insert", "update", "patch", "delete")}
     | {("firewalls", m) for m in ("get", "list", "insert", "update", "patch", "delete")}
@@ -34,6 +35,7 @@ REQUIRED_METHODS = (
         ("forwardingRules", "list"),
         ("forwardingRules", "insert"),
         ("forwardingRules", "delete"),
+        ("forwardingRules", "aggregatedList"),
         ("globalOperations", "get"),
         ("globalOperations", "wait"),
         ("regionOperations", "get"),
@@ -42,6 +44,36 @@ REQUIRED_METHODS = (
         ("instances", "setMetadata"),
         ("zoneOperations", "get"),
         ("zoneOperations", "wait"),
+    }
+    | {("healthChecks", m) for m in (*CRUD, "aggregatedList")}
+    | {("regionBackendServices", m) for m in (*CRUD, "getHealth")}
+    | {("backendServices", "aggregatedList")}
+    | {("regionHealthChecks", m) for m in CRUD}
+    | {
+        ("instanceGroups", m)
+        for m in (
+            "get",
+            "list",
+            "insert",
+            "delete",
+            "listInstances",
+            "addInstances",
+            "removeInstances",
+            "aggregatedList",
+        )
+    }
+    | {
+        ("networkEndpointGroups", m)
+        for m in (
+            "get",
+            "list",
+            "insert",
+            "delete",
+            "listNetworkEndpoints",
+            "attachNetworkEndpoints",
+            "detachNetworkEndpoints",
+            "aggregatedList",
+        )
     }
     | {
         ("targetPools", m)

@@ -99,6 +99,15 @@ def test_get_of_a_missing_instance_is_404(clients: Any) -> None:
         get(clients, "n1", zone="us-central1-b")  # instances are zonal
 
 
+@pytest.mark.parametrize("zone", ["us-central1", "mars1-a", "us-central1-ab"])
+def test_a_zone_gce_does_not_have_is_400_unknown_zone(clients: Any, zone: str) -> None:
+    """In the real API's words (inspec/inspec-gcp#301: a region given as the zone)."""
+    with pytest.raises(gexc.BadRequest) as info:
+        get(clients, "n1", zone=zone)
+    assert info.value.errors[0]["reason"] == "invalid"
+    assert info.value.message.endswith(f"Invalid value for field 'zone': '{zone}'. Unknown zone.")
+
+
 def test_set_metadata_replaces_the_items_and_moves_the_fingerprint(
     clients: Any, fake: ComputeFake
 ) -> None:

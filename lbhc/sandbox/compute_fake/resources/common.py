@@ -94,6 +94,22 @@ def list_collection(req: Request, kind: Kind) -> Response:
     return 200, body
 
 
+def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """RFC 7396 JSON merge patch, what the real API's patch methods apply ("uses the JSON merge
+    patch format and processing rules", the discovery document): objects merge key by key, a
+    null removes the key, anything else (lists included) replaces it."""
+    merged = copy.deepcopy(target)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict):
+            base = merged.get(key)
+            merged[key] = merge_patch(base if isinstance(base, dict) else {}, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
 def check_body_name(req: Request, name: str) -> None:
     """PUT/PATCH bodies may repeat the name but cannot rename the resource."""
     given = req.json.get("name")
@@ -115,7 +131,9 @@ def new_resource(
         store.regions.add(region)  # the aggregated list reports every region in use
         resource["region"] = urls.region_url(project, region)
     elif scope.startswith("zones/"):
-        resource["zone"] = urls.zone_url(project, scope.split("/", 1)[1])
+        zone = scope.split("/", 1)[1]
+        store.zones.add(zone)  # the aggregated list reports every zone in use
+        resource["zone"] = urls.zone_url(project, zone)
     resource.update(fields)
     resource["selfLink"] = urls.resource_url(project, scope, kind.collection, name)
     return resource

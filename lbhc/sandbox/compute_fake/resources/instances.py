@@ -48,6 +48,23 @@ MAX_TOTAL_BYTES = 512 * 1024
 STALE_FINGERPRINT = "Supplied fingerprint does not match current metadata fingerprint."
 
 DEFAULT_MACHINE_TYPE = "e2-small"
+# Instance.status of the discovery document.
+STATUSES = frozenset(
+    {
+        "DEPROVISIONING",
+        "PENDING",
+        "PENDING_STOP",
+        "PROVISIONING",
+        "REPAIRING",
+        "RUNNING",
+        "STAGING",
+        "STOPPED",
+        "STOPPING",
+        "SUSPENDED",
+        "SUSPENDING",
+        "TERMINATED",
+    }
+)
 _FIRST_AUTO_IP = ipaddress.IPv4Address("10.128.0.2")  # us-central1's default subnet, as GCE
 
 
@@ -137,8 +154,12 @@ def seed(
     description: str,
     machine_type: str,
     service_accounts: Iterable[str] = (),
+    status: str = "RUNNING",
 ) -> dict[str, Any]:
-    """A RUNNING VM with one network interface, as `gcloud compute instances create` leaves it."""
+    """A VM with one network interface, as `gcloud compute instances create` leaves it (RUNNING
+    unless `status` says otherwise, one of STATUSES)."""
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {sorted(STATUSES)}")
     scope = urls.zone_scope(zone)
     if store.taken(KIND.collection, project, scope, name):
         raise ValueError(f"instance {project}/{zone}/{name} already exists")
@@ -155,7 +176,7 @@ def seed(
     zone_url = urls.zone_url(project, zone)
     fields: dict[str, Any] = {
         "machineType": f"{zone_url}/machineTypes/{machine_type}",
-        "status": "RUNNING",
+        "status": status,
         "networkInterfaces": [
             {
                 "kind": "compute#networkInterface",

@@ -24,11 +24,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .. import listing, operations, urls
+from .. import operations, urls
 from ..errors import ComputeError, in_use, invalid, invalid_value, not_found, required
 from ..store import Store
 from ..validation import check_known_fields, check_name, opt_str, str_list
-from . import common, health_checks
+from . import aggregated, common, health_checks
 from .common import Kind, Request, Response
 
 KIND = Kind(
@@ -291,36 +291,5 @@ def handle_get_health(req: Request) -> Response:
 
 
 def handle_aggregated_list(req: Request) -> Response:
-    store, project = req.store, req.project
-    params = listing.parse(req.query)
-    pools = [pool for _, pool in store.scoped(KIND.collection, project)]
-
-    def key(pool: dict[str, Any]) -> tuple[str, ...]:
-        return (str(pool["region"]).rsplit("/", 1)[1], str(pool["name"]))
-
-    page, token = listing.paginate(pools, params, key=key)
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for pool in page:
-        grouped.setdefault(key(pool)[0], []).append(copy.deepcopy(pool))
-    items: dict[str, Any] = {}
-    for region in sorted(store.regions | set(grouped)):
-        scope = f"regions/{region}"
-        if region in grouped:
-            items[scope] = {"targetPools": grouped[region]}
-        else:
-            items[scope] = {
-                "warning": {
-                    "code": "NO_RESULTS_ON_PAGE",
-                    "message": f"There are no results for scope '{scope}' on this page.",
-                    "data": [{"key": "scope", "value": scope}],
-                }
-            }
-    body: dict[str, Any] = {
-        "kind": "compute#targetPoolAggregatedList",
-        "id": f"projects/{project}/aggregated/targetPools",
-        "items": items,
-        "selfLink": f"{urls.CANONICAL_BASE}projects/{project}/aggregated/targetPools",
-    }
-    if token:
-        body["nextPageToken"] = token
-    return 200, body
+    reported = aggregated.scopes(req, regions=True)
+    return aggregated.handle(req, KIND.collection, "compute#targetPoolAggregatedList", reported)
