@@ -103,7 +103,7 @@ class Controller:
             self._record,
             lease,
             trigger.fire,
-            VerifierOptions(options.lb_health_reads_per_minute, options.lb_health_sample_sec),
+            VerifierOptions.of(options.lb_health_reads_per_minute, options.lb_health_sample_sec),
             may_read=lambda: options.dry_run or may_write(),
         )
         self.last_plan: Plan | None = None

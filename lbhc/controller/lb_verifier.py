@@ -56,6 +56,13 @@ class VerifierOptions:
     marked_every: float = MARKED_EVERY_SEC
     tick: float = 1.0
 
+    @classmethod
+    def of(cls, reads_per_minute: int, sample_every: float) -> VerifierOptions:
+        """A marked node is read at least as often as a class is sampled: sampling every 5 s
+        asks for a view fresher than the 10 s default."""
+        marked = min(MARKED_EVERY_SEC, sample_every) if sample_every > 0 else MARKED_EVERY_SEC
+        return cls(reads_per_minute, sample_every, marked, tick=min(1.0, marked))
+
 
 @dataclass(frozen=True)
 class _Targets:

@@ -225,7 +225,7 @@ def test_the_controller_reads_by_default_and_says_a_check_cannot_pass() -> None:
         pool = w.add_service("web")
         app = w.start(
             settings={
-                "lb_health_sample_sec": 0.2,
+                "lb_health_sample_sec": 1.0,  # marked and unsettled classes read every 1 s
                 "check_interval_sec": 1,
                 "timeout_sec": 1,
                 "unhealthy_threshold": 1,  # a 2 s bound: interval x (1 + 1)
