@@ -50,7 +50,7 @@ class Metrics:
         self.pool_coverage = Gauge(
             "pool_coverage",
             "LoadBalancer Services by what their target pool carries (lbhc, cloud-provider, "
-            "equivalent, none, other-check, local, no-pool)",
+            "equivalent, none, other-check, local, backend-service, probe-blocked, no-pool)",
             ["coverage"],
             namespace=NAMESPACE,
             registry=r,

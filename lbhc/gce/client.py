@@ -49,6 +49,12 @@ from lbhc.gce.errors import (
 )
 from lbhc.gce.permissions import PERMISSIONS_BY_CALL
 from lbhc.gce.ratelimit import TokenBucket
+from lbhc.model.backend import (
+    BackendService,
+    BackendView,
+    HealthCheck,
+    is_shared_instance_group,
+)
 from lbhc.model.cloud import (
     CloudSnapshot,
     Firewall,
@@ -70,7 +76,13 @@ PAGE_SIZE = 500  # the API's maximum
 # every node as an instance URL; at 5,000 nodes and 1,000 pools that is ~500 MB of JSON a
 # pass that lbhc would decode and throw away.
 POOL_FIELDS = "items(name,region,description,healthChecks,selfLink),nextPageToken"
-RULE_FIELDS = "items(name,description,target,IPAddress),nextPageToken"
+RULE_FIELDS = (
+    "items(name,description,target,IPAddress,backendService,loadBalancingScheme),nextPageToken"
+)
+BACKEND_SERVICE_FIELDS = (
+    "items(name,region,loadBalancingScheme,protocol,healthChecks,backends/group,"
+    "connectionDraining,description,selfLink),nextPageToken"
+)
 CHECK_FIELDS = (
     "items(name,description,host,requestPath,port,checkIntervalSec,timeoutSec,"
     "healthyThreshold,unhealthyThreshold,selfLink),nextPageToken"
@@ -108,6 +120,15 @@ class GceClient:
         self._pools = compute_v1.TargetPoolsClient(credentials=creds, client_options=options)
         self._rules = compute_v1.ForwardingRulesClient(credentials=creds, client_options=options)
         self._networks = compute_v1.NetworksClient(credentials=creds, client_options=options)
+        # Backend-service load balancers: read, never written.
+        self._backend_services = compute_v1.RegionBackendServicesClient(
+            credentials=creds, client_options=options
+        )
+        self._checks = compute_v1.HealthChecksClient(credentials=creds, client_options=options)
+        self._region_checks = compute_v1.RegionHealthChecksClient(
+            credentials=creds, client_options=options
+        )
+        self._groups = compute_v1.InstanceGroupsClient(credentials=creds, client_options=options)
         self._global_ops = compute_v1.GlobalOperationsClient(
             credentials=creds, client_options=options
         )
@@ -489,6 +510,64 @@ class GceClient:
         )
         return [convert.forwarding_rule_from_proto(r) for r in pages]
 
+    # ---- backend-service load balancers (read only) --------------------------------------
+    def list_backend_services(self) -> list[BackendService]:
+        """The region's backend services: a passthrough load balancer's, external or internal,
+        is always regional. Pages, whatever the number of Services."""
+        pages = self._list_regional(
+            "list_backend_services",
+            self._backend_services.list,
+            self._compute.ListRegionBackendServicesRequest,
+            BACKEND_SERVICE_FIELDS,
+        )
+        return [convert.backend_service_from_proto(b) for b in pages]
+
+    def list_health_checks(self) -> list[HealthCheck]:
+        """Non-legacy checks, global (internal load balancers') and the region's (external
+        ones'): two lists, in pages."""
+        project = self.config.project
+
+        def page(token: str) -> tuple[list[Any], str]:
+            pager = self._checks.list(
+                request=self._compute.ListHealthChecksRequest(
+                    project=project, max_results=PAGE_SIZE, page_token=token
+                ),
+                **self._gapic_kwargs(),
+            )
+            return list(pager.items), pager.next_page_token
+
+        found = self._list_pages("list_health_checks", page)
+        found += self._list_regional(
+            "list_region_health_checks",
+            self._region_checks.list,
+            self._compute.ListRegionHealthChecksRequest,
+            "",
+        )
+        return [convert.health_check_from_proto(c) for c in found]
+
+    def list_group_instances(self, group_url: str) -> frozenset[str]:
+        """An instance group's members, as paths: read for the few shared groups (one per
+        zone for the cloud provider's and ingress-gce's load balancers), not per Service."""
+        parts = resource_path(group_url).split("/")  # projects/P/zones/Z/instanceGroups/N
+        project, zone, name = parts[1], parts[3], parts[5]
+
+        def page(token: str) -> tuple[list[Any], str]:
+            pager = self._groups.list_instances(
+                request=self._compute.ListInstancesInstanceGroupsRequest(
+                    project=project,
+                    zone=zone,
+                    instance_group=name,
+                    instance_groups_list_instances_request_resource={"instance_state": "ALL"},
+                    max_results=PAGE_SIZE,
+                    page_token=token,
+                ),
+                **self._gapic_kwargs(),
+            )
+            return list(pager.items), pager.next_page_token
+
+        members = self._list_pages("list_group_instances", page)
+        return frozenset(resource_path(m.instance) for m in members)
+
     def _list_regional(
         self,
         what: str,
@@ -633,7 +712,22 @@ class GceClient:
             firewall_unreadable=firewall_unreadable,
             effective_firewall=effective,
             effective_firewall_unreadable=effective_unreadable,
+            backends=self.read_backends(),
         )
+
+    def read_backends(self) -> BackendView:
+        """Backend services, checks and shared instance groups' members: a few list pages a
+        pass. Not a gap when it fails: lbhc writes nothing there, and status says why their
+        coverage and drain are unknown."""
+        try:
+            services = tuple(self.list_backend_services())
+            checks = {resource_path(c.self_link): c for c in self.list_health_checks()}
+            shared = {g for s in services for g in s.backends if is_shared_instance_group(g)}
+            groups = sorted(shared)
+            members = {resource_path(g): self.list_group_instances(g) for g in groups}
+        except (core.GoogleAPICallError, OSError) as exc:
+            return BackendView(unreadable=describe_gce_error(exc))
+        return BackendView(services, checks, members, unreadable="")
 
     def _listed(self, call: str, what: str, gaps: list[str], complete: bool) -> list[Any] | None:
         """A listing by the method named `call`, or None and a gap (or, `complete`, a

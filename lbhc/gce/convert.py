@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lbhc.model.backend import BackendService, HealthCheck
 from lbhc.model.cloud import (
     Firewall,
     FirewallAllowed,
@@ -89,6 +90,52 @@ def forwarding_rule_from_proto(rule: Any) -> ForwardingRule:
         description=rule.description,
         target=rule.target,
         ip_address=rule.I_p_address,
+        backend_service=rule.backend_service,
+        scheme=rule.load_balancing_scheme,
+    )
+
+
+# The sub-object of each HTTP-speaking check type: port and path live there.
+_HTTP_KINDS = {
+    "HTTP": "http_health_check",
+    "HTTPS": "https_health_check",
+    "HTTP2": "http2_health_check",
+}
+
+
+def health_check_from_proto(check: Any) -> HealthCheck:
+    """A non-legacy check; absent timings take the API's documented defaults (5, 5, 2, 2)."""
+    kind = check.type_ or ""
+    sub = getattr(check, _HTTP_KINDS[kind]) if kind in _HTTP_KINDS else None
+    return HealthCheck(
+        name=check.name,
+        self_link=check.self_link,
+        region=check.region,
+        type=kind,
+        port=(sub.port or None) if sub is not None else None,
+        request_path=(sub.request_path or "/") if sub is not None else "",
+        check_interval_sec=check.check_interval_sec or 5,
+        timeout_sec=check.timeout_sec or 5,
+        healthy_threshold=check.healthy_threshold or 2,
+        unhealthy_threshold=check.unhealthy_threshold or 2,
+        description=check.description,
+    )
+
+
+def backend_service_from_proto(service: Any) -> BackendService:
+    draining = (
+        service.connection_draining.draining_timeout_sec if service.connection_draining else 0
+    )
+    return BackendService(
+        name=service.name,
+        self_link=service.self_link,
+        region=service.region,
+        scheme=service.load_balancing_scheme,
+        protocol=service.protocol,
+        health_checks=tuple(service.health_checks),
+        backends=tuple(b.group for b in service.backends),
+        draining_timeout_sec=draining or 0,
+        description=service.description,
     )
 
 

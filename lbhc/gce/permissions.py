@@ -32,6 +32,12 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     # order its network firewall policy is enforced in.
     "get_effective_firewalls": ("compute.networks.getEffectiveFirewalls",),
     "get_network": ("compute.networks.get",),
+    # Backend-service load balancers (ingress-gce's, the cloud provider's internal ones):
+    # read to tell coverage and drain, never written.
+    "list_backend_services": ("compute.regionBackendServices.list",),
+    "list_health_checks": ("compute.healthChecks.list",),
+    "list_region_health_checks": ("compute.regionHealthChecks.list",),
+    "list_group_instances": ("compute.instanceGroups.list",),
     "wait_global_operation": ("compute.globalOperations.get",),
     "wait_region_operation": ("compute.regionOperations.get",),
 }

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from lbhc.model.backend import BackendView
 from lbhc.model.cluster import Node
 
 # Firewall rules live with the effective firewall; re-exported here, where callers long found them.
@@ -75,8 +76,10 @@ class TargetPool:
 class ForwardingRule:
     name: str
     description: str = ""
-    target: str = ""
+    target: str = ""  # a target pool's URL ("" for a backend-service load balancer)
     ip_address: str = ""
+    backend_service: str = ""  # a backend service's URL ("" for a target-pool one)
+    scheme: str = ""  # loadBalancingScheme: EXTERNAL, INTERNAL
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class CloudSnapshot:
     # GCE's getHealth readings, read within the read budget by the controller (not by the
     # snapshot read): the evidence drain verdicts and pool health are verified against.
     lb_health: LbHealthView = field(default_factory=LbHealthView)
+    # Backend-service load balancers' resources, read (never written) for coverage and drain.
+    backends: BackendView = field(default_factory=BackendView)
 
     @property
     def complete(self) -> bool:

@@ -34,7 +34,10 @@ class Coverage(StrEnum):
     NONE = "none"  # no check at all: lbhc backfills its own
     OTHER_CHECK = "other-check"  # a check that does not probe kube-proxy's /healthz
     LOCAL = "local"  # externalTrafficPolicy Local: its own per-Service check
-    NO_POOL = "no-pool"  # no target pool (backend-service LB, internal, not provisioned yet)
+    # A backend-service load balancer (ingress-gce's, or the cloud provider's internal one)
+    # whose check probes kube-proxy's /healthz: it drains, and lbhc only reads it.
+    BACKEND_SERVICE = "backend-service"
+    NO_POOL = "no-pool"  # no load balancer found: not made yet
     # Shown for a pool whose check's probes the firewall drops, whatever the check: its
     # instances all read UNHEALTHY and it fails open (planner/pool_reach).
     PROBE_BLOCKED = "probe-blocked"

@@ -16,6 +16,7 @@ from lbhc.model.cloud import CloudSnapshot, http_health_check_url, resource_name
 from lbhc.model.cluster import ClusterSnapshot, Node, Service
 from lbhc.model.lb_health import LbHealthView
 from lbhc.model.plan import Action, Fallback, Plan
+from lbhc.planner.backend_lbs import BackendLb, backend_coverage, match_backend_lbs
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig, selector_text
@@ -76,6 +77,7 @@ class ServiceStatus:
     probe_reach_reason: str = ""
     # What the pool carries when `coverage` shows probe-blocked instead (None: as shown).
     carried: Coverage | None = None
+    backend_service: str = ""  # a backend-service load balancer's, "" for a target pool's
 
     @property
     def check_coverage(self) -> Coverage:
@@ -87,6 +89,7 @@ class ServiceStatus:
             "service": self.service,
             "externalTrafficPolicy": self.traffic_policy,
             "targetPool": self.pool,
+            "backendService": self.backend_service,
             "coverage": self.coverage.value,
             "checkName": self.check,
             "healthCheck": self.lbhc.value,
@@ -206,7 +209,11 @@ def assess(
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)
     )
-    services = _ServiceJudge(cloud, config, plan, pool_claims, coverage, url, reach)
+    with_pools = {claim.service.key for claim in pool_claims.values()}
+    backend_lbs = match_backend_lbs(
+        cluster.services, cloud.backends, cloud.forwarding_rules, with_pools
+    )
+    services = _ServiceJudge(cloud, config, plan, pool_claims, coverage, url, reach, backend_lbs)
     return StatusReport(
         health_check=name,
         services=tuple(
@@ -258,6 +265,7 @@ class _ServiceJudge:
         coverage: Mapping[str, PoolCoverage],
         url: str,
         reach: Mapping[str, PoolReach],
+        backend_lbs: Mapping[str, BackendLb],
     ) -> None:
         self._config, self._plan, self._coverage = config, plan, coverage
         self._reach = reach
@@ -265,15 +273,14 @@ class _ServiceJudge:
         self._pending = {c.name for c in plan.changes if c.action is Action.ATTACH}
         self._ledger = read_ledger(cloud.health_check)
         self._url = url
+        self._backend_lbs = backend_lbs
+        self._backends_unreadable = cloud.backends.unreadable
 
     def status(self, service: Service) -> ServiceStatus:
         policy = service.spec.external_traffic_policy
         claim = self._claims.get(service.key)
         if claim is None:
-            why = "no target pool (a backend-service or internal load balancer, or not made yet)"
-            return ServiceStatus(
-                service.key, policy, "", Coverage.NO_POOL, "", LbhcCheckState.NOT_APPLICABLE, why
-            )
+            return self._without_pool(service)
         pool, cover = claim.pool.name, self._coverage[claim.pool.name]
         state, why = self._judge(claim, cover)
         probes = self._reach.get(pool)
@@ -299,6 +306,36 @@ class _ServiceJudge:
             probes.reach.value,
             probes.explain(),
             cover.kind if shown is not cover.kind else None,
+        )
+
+    def _without_pool(self, service: Service) -> ServiceStatus:
+        policy, lb = service.spec.external_traffic_policy, self._backend_lbs.get(service.key)
+        if lb is None:
+            why = (
+                "no target pool, and no backend service lbhc can tell is its own (not made yet, "
+                "or made by a controller lbhc does not know)"
+            )
+            if self._backends_unreadable:
+                unread = self._backends_unreadable
+                why = f"no target pool, and backend services could not be read: {unread}"
+            return ServiceStatus(
+                service.key, policy, "", Coverage.NO_POOL, "", LbhcCheckState.NOT_APPLICABLE, why
+            )
+        kind = backend_coverage(lb, self._config)
+        scheme = "internal" if lb.backend.internal else "external"
+        why = (
+            f"a backend-service {scheme} load balancer made by {lb.made_by}, carrying "
+            f"{lb.check_name or 'no health check'}: lbhc reads it, never writes it"
+        )
+        return ServiceStatus(
+            service.key,
+            policy,
+            "",
+            kind,
+            lb.check_name,
+            LbhcCheckState.NOT_APPLICABLE,
+            why,
+            backend_service=lb.backend.name,
         )
 
     def _judge(self, claim: PoolClaim, cover: PoolCoverage) -> tuple[LbhcCheckState, str]:

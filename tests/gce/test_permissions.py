@@ -8,13 +8,14 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.permissions import PERMISSIONS_BY_CALL, required_permissions
 
 # Composite methods that make no call of their own (they call the methods listed).
-COMPOSITE = {"read_snapshot", "read_effective_firewall"}
+COMPOSITE = {"read_snapshot", "read_effective_firewall", "read_backends"}
 # Calls made inside other methods rather than as public methods.
 INTERNAL = {
     "wait_global_operation",
     "wait_region_operation",
     "get_network",
     "get_effective_firewalls",
+    "list_region_health_checks",
 }
 
 

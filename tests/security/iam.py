@@ -37,6 +37,12 @@ METHOD_PERMISSIONS: dict[tuple[str, str], frozenset[str]] = {
     ("targetPools", "removeHealthCheck"): frozenset({"compute.targetPools.removeHealthCheck"}),
     ("forwardingRules", "get"): frozenset({"compute.forwardingRules.get"}),
     ("forwardingRules", "list"): frozenset({"compute.forwardingRules.list"}),
+    # Backend-service load balancers, read only. listInstances is authorised as a list of
+    # the group (Compute Engine IAM reference: instanceGroups.listInstances).
+    ("regionBackendServices", "list"): frozenset({"compute.regionBackendServices.list"}),
+    ("healthChecks", "list"): frozenset({"compute.healthChecks.list"}),
+    ("regionHealthChecks", "list"): frozenset({"compute.regionHealthChecks.list"}),
+    ("instanceGroups", "listInstances"): frozenset({"compute.instanceGroups.list"}),
     ("globalOperations", "get"): frozenset({"compute.globalOperations.get"}),
     ("globalOperations", "wait"): frozenset({"compute.globalOperations.get"}),
     ("regionOperations", "get"): frozenset({"compute.regionOperations.get"}),

@@ -25,7 +25,7 @@ from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
 from lbhc.gce.permissions import PERMISSIONS_BY_CALL, required_permissions
 from lbhc.model.cloud import http_health_check_url
-from lbhc.sandbox.compute_fake import ComputeFakeServer
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.compute_fake.journal import JournalEntry
 from tests.builders import (
     PROJECT,
@@ -51,6 +51,7 @@ class Gce:
     env: ComputeEnv
     client: GceClient
     pool: str
+    group: str = ""  # a shared instance group behind a backend service
 
     def journal(self) -> list[JournalEntry]:
         return self.env.fake.journal
@@ -78,6 +79,10 @@ def _calls() -> dict[str, Callable[[Gce], object]]:
         "pool_instances": lambda g: g.client.pool_instances(g.pool),
         "read_snapshot": lambda g: g.client.read_snapshot(check.name),
         "read_effective_firewall": lambda g: g.client.read_effective_firewall(),
+        "list_backend_services": lambda g: g.client.list_backend_services(),
+        "list_health_checks": lambda g: g.client.list_health_checks(),
+        "list_group_instances": lambda g: g.client.list_group_instances(g.group),
+        "read_backends": lambda g: g.client.read_backends(),
         "remove_health_check": lambda g: g.client.remove_health_check(g.pool, url),
         "delete_http_health_check": lambda g: g.client.delete_http_health_check(check.name),
         "delete_firewall": lambda g: g.client.delete_firewall(firewall.name),
@@ -95,11 +100,44 @@ COMPOSITE = {
         "list_forwarding_rules",
         "get_network",
         "get_effective_firewalls",
+        *("list_backend_services", "list_health_checks", "list_region_health_checks"),
+        "list_group_instances",
     ),
     "read_effective_firewall": ("get_network", "get_effective_firewalls"),
+    "list_health_checks": ("list_health_checks", "list_region_health_checks"),
+    "read_backends": (
+        "list_backend_services",
+        "list_health_checks",
+        "list_region_health_checks",
+        "list_group_instances",
+    ),
 }
 GLOBAL_OPS = set(PERMISSIONS_BY_CALL["wait_global_operation"])
 REGION_OPS = set(PERMISSIONS_BY_CALL["wait_region_operation"])
+
+
+def _backend_lb(fake: ComputeFake) -> str:
+    """An internal load balancer as the cloud provider makes it: its global node check, a
+    backend service, the shared instance group; returns the group's URL."""
+    zone = f"{REGION}-a"
+    vm = fake.add_instance(PROJECT, zone, "node-1")
+    group = fake.add_instance_group(PROJECT, zone, "k8s-ig--abc", instances=[vm["selfLink"]])
+    check = fake.add_health_check(
+        PROJECT,
+        "k8s-abc-node",
+        type="HTTP",
+        httpHealthCheck={"port": 10256, "requestPath": "/healthz"},
+    )
+    fake.add_backend_service(
+        PROJECT,
+        REGION,
+        "a1234",
+        loadBalancingScheme="INTERNAL",
+        protocol="TCP",
+        healthChecks=[check["selfLink"]],
+        backends=[{"group": group["selfLink"]}],
+    )
+    return str(group["selfLink"])
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +148,7 @@ def gce_run() -> Iterator[dict[str, set[str]]]:
     with ComputeFakeServer(fake) as server:
         env = ComputeEnv(fake, server.url)
         config = GceClientConfig(PROJECT, REGION, endpoint=server.url)
-        gce = Gce(env, GceClient(config), env.add_service_pool(service("web")))
+        gce = Gce(env, GceClient(config), env.add_service_pool(service("web")), _backend_lb(fake))
         needed: dict[str, set[str]] = {}
         for name, call in CALLS.items():
             env.fake.clear_journal()
