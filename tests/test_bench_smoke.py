@@ -108,10 +108,10 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     steady = figures["full-pools"]["steady_state"]
     assert steady["writes"] == 0 and steady["changes"] == 0
     # 2 gets, the network and its effective firewall, then 1 page each of legacy checks,
-    # pools and rules
-    assert steady["reads"] == steady["reads_allowed"] == 7
+    # pools and rules, and of backend services, global and regional checks
+    assert steady["reads"] == steady["reads_allowed"] == 10
     assert steady["per_service"]["reads"] == 20  # a pool and a check per LoadBalancer Service
-    assert steady["ratio_reads"] == 2.9  # 20 reads against 7
+    assert steady["ratio_reads"] == 2.0  # 20 reads against 10
     well_formed_targets(figures, 6)
 
     from tests.bench.markdown import render
