@@ -109,7 +109,7 @@ def _assess(
     config = settings.planner_config()
     _, name = shared_name(cluster, config)
     the_plan, cloud = EvidencePlanner(gce, config).plan(
-        cluster, gce.read_snapshot(name, complete=True)
+        cluster, gce.read_snapshot(name, complete=True, backends=True)
     )
     report = assess(cluster, cloud, config, the_plan)
     if not with_lb_health:
@@ -139,7 +139,8 @@ def lb_health_view(report: StatusReport, states: dict[str, str]) -> LbHealthView
     for node, said in states.items():
         state = known.get(said)
         if state is not None:
-            readings[(sampled[0], node)] = HealthReading(sampled[0], node, state, now, now)
+            since = now if state is InstanceHealth.UNHEALTHY else None
+            readings[(sampled[0], node)] = HealthReading(sampled[0], node, state, now, since)
     return _view(readings, now, max_age=60.0, off="")
 
 

@@ -24,7 +24,7 @@ from lbhc.executor import Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe_gce_error
 from lbhc.kube.cache import ClusterCache
-from lbhc.model.cloud import CloudSnapshot, instance_urls
+from lbhc.model.cloud import CloudSnapshot, InstanceUrls
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.model.plan import Plan
 from lbhc.planner.applied import cloud_after
@@ -156,7 +156,7 @@ class Controller:
         started = time.monotonic()
         _, name = shared_name_for(self._cache.kube_system_uid, self._config)
         try:
-            cloud = self._gce.read_snapshot(name)
+            cloud = self._gce.read_snapshot(name, backends=True)
         except Exception:
             self.gce_ok = False
             raise
@@ -211,7 +211,7 @@ class Controller:
             self.last_report = report
             self._pass_report.assessed(report, the_plan)
             self._reporter.observe(report)
-            urls = instance_urls(cluster.nodes, self._config.project, self._config.region)
+            urls = InstanceUrls(cluster.nodes, self._config.project, self._config.region)
             self.verifier.observe(report, urls)
             if self._enforcer is None or self._options.dry_run:
                 for patch in report.readiness.patches:

@@ -170,7 +170,8 @@ class Demo:
             f"plan: create firewall + check {self.check_name}, attach {len(attached)} Cluster "
             f"pool(s) made without a check{also}"
         )
-        report = assess(cluster, self.gce.read_snapshot(self.check_name), config, the_plan)
+        cloud = self.gce.read_snapshot(self.check_name, backends=True)
+        report = assess(cluster, cloud, config, the_plan)
         self.blocked = sorted(
             s.pool for s in report.services if s.coverage is Coverage.PROBE_BLOCKED
         )

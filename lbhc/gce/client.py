@@ -671,12 +671,15 @@ class GceClient:
         }
 
     # ---- the snapshot ------------------------------------------------------------------
-    def read_snapshot(self, shared_name: str, *, complete: bool = False) -> CloudSnapshot:
+    def read_snapshot(
+        self, shared_name: str, *, complete: bool = False, backends: bool = False
+    ) -> CloudSnapshot:
         """The shared pair by name, and every pool and forwarding rule in the region. A list
         that cannot be read in full becomes a gap (the planner then withholds removals);
         a failed read of a shared resource raises, since nothing sound can be planned.
         `complete`: a list that fails raises GceReadError instead, one line naming it and
-        the fix (one-shot commands show nothing from a partial view)."""
+        the fix (one-shot commands show nothing from a partial view). `backends`: read the
+        backend-service load balancers too, for status; plans never need them."""
         gaps: list[str] = []
         check = self.get_http_health_check(shared_name)
         firewall: Firewall | None = None
@@ -712,7 +715,7 @@ class GceClient:
             firewall_unreadable=firewall_unreadable,
             effective_firewall=effective,
             effective_firewall_unreadable=effective_unreadable,
-            backends=self.read_backends(),
+            backends=self.read_backends() if backends else BackendView(),
         )
 
     def read_backends(self) -> BackendView:

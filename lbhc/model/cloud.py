@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from lbhc.model.backend import BackendView
@@ -180,6 +180,27 @@ def instance_url(node: Node, project: str, default_zone: str) -> str:
     else:
         zone, name = default_zone, node.name
     return f"{COMPUTE_URL_PREFIX}projects/{project}/zones/{zone}/instances/{name}"
+
+
+class InstanceUrls(Mapping[str, str]):
+    """Node name -> its VM's URL, as instance_urls, made only for the nodes looked up: the
+    controller's reader asks for a few a minute of thousands of nodes, every pass."""
+
+    def __init__(self, nodes: Iterable[Node], project: str, region: str) -> None:
+        self._nodes = {node.name: node for node in nodes}
+        self._project, self._zone = project, f"{region}-a"
+
+    def __getitem__(self, name: str) -> str:
+        return instance_url(self._nodes[name], self._project, self._zone)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._nodes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
 
 
 def instance_urls(nodes: Iterable[Node], project: str, region: str) -> dict[str, str]:

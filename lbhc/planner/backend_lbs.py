@@ -18,11 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from lbhc.model.backend import BackendService, BackendView, HealthCheck
-from lbhc.model.cloud import ForwardingRule, parse_description, resource_name, resource_path
+from lbhc.model.cloud import parse_description, resource_name, resource_path
 from lbhc.model.cluster import Service
 from lbhc.planner.claims import SERVICE_NAME_KEY
 from lbhc.planner.config import PlannerConfig
-from lbhc.planner.coverage import Coverage
+from lbhc.planner.coverage import Coverage, probes_kube_proxy_healthz
 from lbhc.planner.names import target_pool_name
 
 BACKEND_SERVICE_ANNOTATION = "service.kubernetes.io/backend-service"
@@ -34,7 +34,6 @@ class BackendLb:
 
     service: Service
     backend: BackendService
-    rules: tuple[ForwardingRule, ...]  # the forwarding rules pointing at it (their IPs)
     check_url: str  # what it carries ("" for none)
     check: HealthCheck | None  # that check as read (None: none, or not readable)
     made_by: str  # "ingress-gce" or "the cloud provider"
@@ -47,16 +46,11 @@ class BackendLb:
 def match_backend_lbs(
     services: Iterable[Service],
     view: BackendView,
-    rules: Iterable[ForwardingRule],
     with_pools: set[str],
 ) -> dict[str, BackendLb]:
     """Service key -> its backend-service load balancer, for LoadBalancer Services of this
     cluster without a target pool (`with_pools`: the keys of those with one)."""
     by_name = {b.name: b for b in view.services}
-    pointing: dict[str, list[ForwardingRule]] = {}
-    for rule in rules:
-        if rule.backend_service:
-            pointing.setdefault(resource_path(rule.backend_service), []).append(rule)
     found: dict[str, BackendLb] = {}
     for service in services:
         if service.spec.type != "LoadBalancer" or service.key in with_pools:
@@ -69,7 +63,6 @@ def match_backend_lbs(
         found[service.key] = BackendLb(
             service,
             backend,
-            tuple(pointing.get(resource_path(backend.self_link), ())),
             check_url,
             check,
             made_by,
@@ -102,23 +95,9 @@ def backend_coverage(lb: BackendLb, config: PlannerConfig) -> Coverage:
         return Coverage.LOCAL
     if not lb.check_url:
         return Coverage.NONE
-    if lb.check is not None and probes_kube_proxy_healthz_check(lb.check, config):
+    # Only the HTTP type probes a path: ingress-gce's `k8s2-<hash>-l4-shared-hc` and the cloud
+    # provider's internal `k8s-<id>-node` both are such a check.
+    check = lb.check
+    if check is not None and check.type == "HTTP" and probes_kube_proxy_healthz(check, config):
         return Coverage.BACKEND_SERVICE
     return Coverage.OTHER_CHECK
-
-
-def probes_kube_proxy_healthz_check(check: HealthCheck, config: PlannerConfig) -> bool:
-    """A non-legacy HTTP check on kube-proxy's health port and path drains a node being
-    deleted (kube-proxy 1.30+), whoever made it: ingress-gce's `k8s2-<hash>-l4-shared-hc`
-    and the cloud provider's internal `k8s-<id>-node` both are one."""
-    return (
-        check.type == "HTTP"
-        and check.port == config.port
-        and check.request_path == config.request_path
-    )
-
-
-def drain_bound_of(check: HealthCheck) -> int:
-    """As for a legacy check: the probe before the mark passed, then `unhealthyThreshold`
-    failures one interval apart."""
-    return check.check_interval_sec * (check.unhealthy_threshold + 1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from lbhc.model.cloud import (
     CloudSnapshot,
@@ -65,7 +66,17 @@ def cloud_provider_check_name(uid: str) -> str:
     return f"k8s-{uid}-node"
 
 
-def probes_kube_proxy_healthz(check: HttpHealthCheck, config: PlannerConfig) -> bool:
+class ProbedPath(Protocol):
+    """What a check probes: a legacy HttpHealthCheck or a non-legacy HTTP HealthCheck."""
+
+    @property
+    def port(self) -> int | None: ...
+
+    @property
+    def request_path(self) -> str: ...
+
+
+def probes_kube_proxy_healthz(check: ProbedPath, config: PlannerConfig) -> bool:
     """A check on kube-proxy's health port and path fails for a node being deleted (kube-proxy
     1.30+), whoever owns it. Timings do not matter for *whether* it drains, only how fast."""
     return check.port == config.port and check.request_path == config.request_path

@@ -36,10 +36,9 @@ from lbhc.planner.kube_proxy import (
     replacement_of,
 )
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
-from lbhc.planner.nodes import is_being_deleted, is_serving
+from lbhc.planner.nodes import is_serving
 from lbhc.planner.planner import shared_name
 from lbhc.planner.pool_classes import (
-    ClassHealth,
     ClassVerdict,
     PoolClass,
     judge_class,
@@ -134,13 +133,6 @@ class StatusReport:
     # Classes of pools probed alike, and what GCE's getHealth says of each (pool_classes).
     pool_classes: tuple[ClassVerdict, ...] = ()
 
-    def failing_open_pools(self) -> int:
-        return sum(
-            len(v.pool_class.pools)
-            for v in self.pool_classes
-            if v.health is ClassHealth.FAILING_OPEN
-        )
-
     @property
     def check_in_use(self) -> bool:
         return self.lbhc_pools > 0
@@ -197,7 +189,13 @@ def assess(
     pod_states = {status.node: status.state.value for status in health.pods}
     lb = cloud.lb_health
     classes = pool_classes(base) if base is not None else ()
-    serving = {n.name for n in cluster.nodes if is_serving(n, pod_states.get(n.name, ""))}
+    # Only nodes GCE was asked about can judge a class: a few, not every node of the cluster.
+    read = {node for _, node in lb.readings}
+    serving = {
+        n.name
+        for n in cluster.nodes
+        if n.name in read and is_serving(n, pod_states.get(n.name, ""))
+    }
     verdicts = tuple(judge_class(c, lb, serving, health.healthy, lb.max_age) for c in classes)
     views = with_failing_open(base, verdicts) if base is not None else None
     nodes = tuple(
@@ -210,9 +208,7 @@ def assess(
         for node in sorted(cluster.nodes, key=lambda n: n.name)
     )
     with_pools = {claim.service.key for claim in pool_claims.values()}
-    backend_lbs = match_backend_lbs(
-        cluster.services, cloud.backends, cloud.forwarding_rules, with_pools
-    )
+    backend_lbs = match_backend_lbs(cluster.services, cloud.backends, with_pools)
     services = _ServiceJudge(cloud, config, plan, pool_claims, coverage, url, reach, backend_lbs)
     return StatusReport(
         health_check=name,
@@ -246,10 +242,11 @@ def _node_drain(
 ) -> NodeDrain:
     """The verdict from the pools taken to hold it (an excluded node is in none), checked
     against what GCE showed of it when it is marked for deletion."""
-    if views is None or not is_being_deleted(node):
-        return node_drain(node, facts, views)
+    drain = node_drain(node, facts, views)
+    if views is None or not drain.marked_for_deletion:
+        return drain  # the common case, judged once
     held = membership(node.name, views, classes, lb, lb.max_age)
-    drain = node_drain(node, facts, held.held)
+    drain = node_drain(node, facts, held.held) if len(held.held) < len(views) else drain
     return verify_drain(drain, node.name, held, classes, verdicts, lb, lb.max_age)
 
 

@@ -67,9 +67,9 @@ class BenchController:
         self.app = ControllerApp(self.settings, self.options)
         read_snapshot = self.app.gce.read_snapshot
 
-        def timed_read(name: str) -> Any:
+        def timed_read(name: str, **kwargs: Any) -> Any:
             try:
-                return read_snapshot(name)
+                return read_snapshot(name, **kwargs)
             finally:
                 if self.first_gce_read_at is None:
                     self.first_gce_read_at = time.monotonic()

@@ -85,10 +85,10 @@ def main(argv: list[str]) -> int:
     gce_read: dict[str, float] = {}
     read_snapshot = app.gce.read_snapshot
 
-    def timed_read(name: str) -> Any:
+    def timed_read(name: str, **kwargs: Any) -> Any:
         gce_read["start"] = time.monotonic()
         try:
-            return read_snapshot(name)
+            return read_snapshot(name, **kwargs)
         finally:
             gce_read["end"] = time.monotonic()
 

@@ -136,10 +136,10 @@ def test_apply_then_plan_shows_no_changes(
     assert code == 0 and "No changes." in out
     reads = [e for e in compute.fake.journal]
     assert all(not e.mutating for e in reads)
-    # get check, get firewall, one page of checks (coverage), one of pools, one of rules, the
-    # network with its effective firewall (probe reach), and one page each of backend
-    # services, global and regional checks (backend-service load balancers): none per pool
-    assert len(reads) == 10
+    # get check, get firewall, one page of checks (coverage), one of pools, one of rules, and
+    # the network with its effective firewall (probe reach): none per pool, and no backend
+    # services (a plan writes nothing there; status and the controller read them)
+    assert len(reads) == 7
 
 
 def test_fallback_shows_in_plan_and_names_the_node(

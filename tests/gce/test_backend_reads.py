@@ -101,6 +101,6 @@ def test_reads_do_not_grow_with_backend_service_services(compute: ComputeEnv) ->
 def test_a_backend_read_that_fails_is_unreadable_not_a_gap(compute: ComputeEnv) -> None:
     seed(compute, rbs_services=1)
     compute.fake.faults.fail_requests(5, 403, "forbidden", "GET", "/backendServices")
-    snapshot = compute.client(max_attempts=1).read_snapshot("k8s-l4-healthcheck-x")
+    snapshot = compute.client(max_attempts=1).read_snapshot("k8s-l4-healthcheck-x", backends=True)
     assert snapshot.complete  # lbhc's own removals are not withheld for it
     assert "403" in snapshot.backends.unreadable

@@ -77,7 +77,7 @@ def _calls() -> dict[str, Callable[[Gce], object]]:
         "add_health_check": lambda g: g.client.add_health_check(g.pool, url),
         "get_health": lambda g: g.client.get_health(g.pool, node),
         "pool_instances": lambda g: g.client.pool_instances(g.pool),
-        "read_snapshot": lambda g: g.client.read_snapshot(check.name),
+        "read_snapshot": lambda g: g.client.read_snapshot(check.name, backends=True),
         "read_effective_firewall": lambda g: g.client.read_effective_firewall(),
         "list_backend_services": lambda g: g.client.list_backend_services(),
         "list_health_checks": lambda g: g.client.list_health_checks(),
