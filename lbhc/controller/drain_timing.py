@@ -11,10 +11,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
+from lbhc.planner.drain import marked_epoch
 from lbhc.planner.status import StatusReport
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class DrainTimer:
                 self._marked.pop(node.node, None)  # never marked, or the mark taken back
                 continue
             known = self._marked.get(node.node)
-            at = _epoch(node.drain.marked_at) or (known.at if known else now)
+            at = marked_epoch(node.drain.marked_at) or (known.at if known else now)
             self._marked[node.node] = Marked(at, node.drain.bound_seconds)
 
     def _gone(self, name: str, marked: Marked, now: float) -> None:
@@ -75,12 +75,3 @@ class DrainTimer:
         self._record(
             EventSpec(ObjectRef("Node", name), DELETED_BEFORE_DRAINED, "Drain", note, "Warning")
         )
-
-
-def _epoch(rfc3339: str) -> float | None:
-    if not rfc3339:
-        return None
-    try:
-        return datetime.fromisoformat(rfc3339).timestamp()
-    except ValueError:
-        return None

@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Protocol
 
 from lbhc.controller.events import EventSpec, ObjectRef
@@ -112,7 +111,7 @@ class LbVerifier:
         """The classes and nodes of the newest pass; `instances`: node -> its VM's URL."""
         classes = tuple(v.pool_class for v in report.pool_classes)
         marked = tuple(
-            MarkedNode(n.node, n.drain.marked_at, _epoch(n.drain.marked_at))
+            MarkedNode(n.node, n.drain.marked_at)
             for n in report.nodes
             if n.drain.marked_for_deletion
         )
@@ -151,14 +150,17 @@ class LbVerifier:
         )
         changed: list[str] = []
         confirmed: dict[str, frozenset[str] | None] = {}
+        made = 0
         for i, read in enumerate(reads):
             if not self._budget.try_take():
                 self._metrics.lb_health_reads_deferred.inc(len(reads) - i)
                 break
+            made += 1
             reading = self._read(read, targets, confirmed)
             if reading is not None and self._store(reading, read, targets):
                 changed.append(f"{read.node} {reading.state.value} in {read.pool}")
-        changed = self._judge(targets) + changed  # a class's change says the most
+        if made:  # the classes change only with what was read
+            changed = self._judge(targets) + changed  # a class's change says the most
         if changed:
             self._fire("GCE's health view changed: " + "; ".join(changed[:3]))
 
@@ -218,18 +220,13 @@ class LbVerifier:
     def _store(self, reading: HealthReading, read: HealthRead, targets: _Targets) -> bool:
         """Keep the reading; True when its state differs from the last one."""
         key = (reading.pool, reading.node)
-        pools = next(
-            (c.members for c in targets.classes if reading.pool in c.members),
-            frozenset((reading.pool,)),
-        )
+        pool_class = next((c for c in targets.classes if reading.pool in c.members), None)
+        pools = pool_class.members if pool_class else frozenset((reading.pool,))
         with self._lock:
             before = self._readings.get(key)
             # The node's last reading in any pool of the class: pools are probed alike, so an
             # UNHEALTHY run goes on across the pools the rotation reads it in.
-            earlier = [
-                r for (p, n), r in self._readings.items() if n == reading.node and p in pools
-            ]
-            last = max(earlier, key=lambda r: r.at) if earlier else None
+            last = LbHealthView(self._readings).newest_in(pools, reading.node)
             if reading.state is InstanceHealth.UNHEALTHY:
                 since = (
                     last.unhealthy_since
@@ -239,19 +236,24 @@ class LbVerifier:
                 reading = replace(reading, unhealthy_since=since)
             self._readings[key] = reading
         if read.purpose is Purpose.MARKED and reading.state is InstanceHealth.NOT_MEMBER:
-            self._cut(reading, before, targets)
+            self._cut(reading, before, pool_class, targets)
         return before is None or before.state is not reading.state
 
-    def _cut(self, reading: HealthReading, before: HealthReading | None, targets: _Targets) -> None:
+    def _cut(
+        self,
+        reading: HealthReading,
+        before: HealthReading | None,
+        pool_class: PoolClass | None,
+        targets: _Targets,
+    ) -> None:
         """A marked node GCE shows out of a class's pool: fine once that pool's check had time
         to mark it UNHEALTHY (or GCE was seen doing so); before that, its connections there
         were cut, since a target pool has no connection draining."""
-        pool_class = next((c for c in targets.classes if reading.pool in c.members), None)
         marked = next((m for m in targets.marked if m.name == reading.node), None)
         if pool_class is None or marked is None or (reading.node, pool_class) in self._cut_reported:
             return
         self._cut_reported.add((reading.node, pool_class))
-        at = _epoch(marked.marked_at)
+        at = marked.since
         if at is None:
             return
         # Drained: GCE called it UNHEALTHY there after the mark (before it, UNHEALTHY says only
@@ -301,10 +303,3 @@ class LbVerifier:
             self._metrics.pool_classes.labels(health.value).set(n)
         self._metrics.pools_failing_open.set(sum(len(c.pools) for c in failing))
         return changed
-
-
-def _epoch(rfc3339: str) -> float | None:
-    try:
-        return datetime.fromisoformat(rfc3339).timestamp() if rfc3339 else None
-    except ValueError:
-        return None

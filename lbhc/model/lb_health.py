@@ -40,9 +40,6 @@ class LbHealthView:
     max_age: float = 0.0  # how old a reading may be and still count (the reader's choice)
     off: str = "GCE's health view is not read here"
 
-    def reading(self, pool: str, node: str) -> HealthReading | None:
-        return self.readings.get((pool, node))
-
     @cached_property
     def by_node(self) -> Mapping[str, tuple[HealthReading, ...]]:
         """Each node's readings: a few per node, so looking one up never walks a class's
@@ -52,7 +49,16 @@ class LbHealthView:
             found.setdefault(r.node, []).append(r)
         return {node: tuple(rs) for node, rs in found.items()}
 
-    def newest_in(self, pools: frozenset[str], node: str) -> HealthReading | None:
-        """The node's newest reading in any of `pools`."""
-        found = [r for r in self.by_node.get(node, ()) if r.pool in pools]
+    def newest_in(
+        self, pools: frozenset[str], node: str, *, known: bool = False, max_age: float | None = None
+    ) -> HealthReading | None:
+        """The node's newest reading in any of `pools`; `known`: only what says something (a
+        failed read does not); `max_age`: only readings no older than that at `as_of`."""
+        found = [
+            r
+            for r in self.by_node.get(node, ())
+            if r.pool in pools
+            and not (known and r.state is InstanceHealth.UNKNOWN)
+            and (max_age is None or self.as_of - r.at <= max_age)
+        ]
         return max(found, key=lambda r: r.at) if found else None

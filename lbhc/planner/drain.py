@@ -183,6 +183,16 @@ class NodeDrain:
         }
 
 
+def marked_epoch(rfc3339: str) -> float | None:
+    """`marked_at`'s time as Unix seconds (None when unknown or not a time)."""
+    if not rfc3339:
+        return None
+    try:
+        return datetime.fromisoformat(rfc3339).timestamp()
+    except ValueError:
+        return None
+
+
 def marked_at(node: Node) -> str:
     """The autoscaler writes the taint's value as Unix seconds; a deletionTimestamp is
     already RFC 3339. The earlier of the two is when draining could start."""

@@ -36,14 +36,7 @@ def newest_reading(
     pool_class: PoolClass, node: str, view: LbHealthView, max_age: float
 ) -> HealthReading | None:
     """The node's newest known state in the class (a failed read says nothing)."""
-    found = [
-        r
-        for r in view.by_node.get(node, ())
-        if r.pool in pool_class.members
-        and r.state is not InstanceHealth.UNKNOWN
-        and view.as_of - r.at <= max_age
-    ]
-    return max(found, key=lambda r: r.at) if found else None
+    return view.newest_in(pool_class.members, node, known=True, max_age=max_age)
 
 
 def membership(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lbhc.model.lb_health import InstanceHealth, LbHealthView
+from lbhc.planner.drain import marked_epoch
 from lbhc.planner.pool_classes import PoolClass, newest_by_node
 
 SAMPLED_NODES = 3  # serving nodes read per class per period, whatever the cluster's size
@@ -52,9 +53,13 @@ class Serving:
 class MarkedNode:
     name: str
     marked_at: str  # RFC 3339 ("" if unknown): orders the reads, earliest first
-    # The same as Unix time (None if unknown): a reading from before it (a serving node's
-    # sample) is no answer to "since it was marked", so the first read comes at once.
-    since: float | None = None
+
+    @property
+    def since(self) -> float | None:
+        """The mark as Unix time (None if unknown): a reading from before it (a serving
+        node's sample) is no answer to "since it was marked", so the first read comes at
+        once."""
+        return marked_epoch(self.marked_at)
 
 
 def choose_reads(

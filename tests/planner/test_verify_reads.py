@@ -4,6 +4,8 @@ a class is not asked again."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
 from lbhc.planner.drain import PoolDrainKind
 from lbhc.planner.pool_classes import PoolClass
@@ -103,7 +105,8 @@ def test_sampling_off_reads_marked_nodes_only() -> None:
 def test_every_marked_nodes_first_read_comes_before_anyones_second() -> None:
     """Twenty nodes marked at once: the first, read 11 s ago, is not read again before the
     others are read at all (the budget may hold only a few this minute)."""
-    marked = tuple(MarkedNode(f"m{i:02}", "2026-01-01T00:00:00Z") for i in range(20))
+    a_minute_ago = datetime.fromtimestamp(NOW - 60, UTC).isoformat()
+    marked = tuple(MarkedNode(f"m{i:02}", a_minute_ago) for i in range(20))
     seen = HealthReading("h1", "m00", InstanceHealth.HEALTHY, NOW - 11)
     found = [r for r in reads(seen, marked=marked) if r.purpose is Purpose.MARKED]
     again = [i for i, r in enumerate(found) if r.node == "m00" and r.pool == "h1"]
@@ -113,6 +116,7 @@ def test_every_marked_nodes_first_read_comes_before_anyones_second() -> None:
 def test_a_reading_from_before_the_mark_does_not_put_off_the_first_read_since() -> None:
     """Sampled as a serving node a second before the taint: read again at once, not 10 s on."""
     before = HealthReading("h2", "m", InstanceHealth.HEALTHY, NOW - 1)
-    marked = (MarkedNode("m", "", since=NOW - 0.5),)
+    half_a_second_ago = datetime.fromtimestamp(NOW - 0.5, UTC).isoformat()
+    marked = (MarkedNode("m", half_a_second_ago),)
     again = [r for r in reads(before, marked=marked) if r.node == "m" and r.pool in HEALTHZ.pools]
     assert len(again) == 1
