@@ -4,9 +4,10 @@ lbhc makes its firewall for pools whose probes no rule admits only once somethin
 nodes answer the port (planner/probe_firewall): turning health checking on for a pool that
 was failing open must not take every node out of it. The plan names a few pools whose probes
 are admitted (Plan.evidence_wanted); GCE's own health checking of a few serving nodes there
-(targetPools.getHealth, one call per node) is that evidence when any is HEALTHY. The few
-reads are made only while that firewall waits on them, and at most once a minute in the
-controller."""
+(targetPools.getHealth, one call per node) is that evidence when any is HEALTHY. The
+controller's own view of GCE (controller/lb_verifier) usually has such a reading already, and
+the planner takes it (planner/probe_firewall port_evidence); these few reads are made only
+when it has none while that firewall waits, and at most once a minute in the controller."""
 
 from __future__ import annotations
 

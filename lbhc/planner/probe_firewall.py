@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lbhc.model.cloud import CloudSnapshot
 from lbhc.model.cluster import ClusterSnapshot
+from lbhc.model.lb_health import InstanceHealth
 from lbhc.model.plan import Finding, FindingKind
 from lbhc.planner.claims import PoolClaim
 from lbhc.planner.config import PlannerConfig
@@ -37,10 +38,25 @@ class ProbeFirewallPlan:
     needing: tuple[str, ...] = ()  # pools whose probes only lbhc's rule admits (or would)
 
 
-def port_evidence(cluster: ClusterSnapshot, cloud: CloudSnapshot, port: int) -> str:
-    """How it is known that the nodes answer `port`, or ""."""
+def port_evidence(
+    cluster: ClusterSnapshot, cloud: CloudSnapshot, port: int, admitted: Sequence[str] = ()
+) -> str:
+    """How it is known that the nodes answer `port`, or "". `admitted`: pools on the port
+    whose probes are admitted; a HEALTHY reading in one, from the controller's own view of
+    GCE, is evidence without another read."""
     if port in cloud.port_evidence:
         return cloud.port_evidence[port]
+    wanted = frozenset(admitted)
+    seen = sorted(
+        (r.pool, r.node)
+        for r in cloud.lb_health.readings.values()
+        if r.pool in wanted and r.state is InstanceHealth.HEALTHY
+    )
+    if seen:
+        return (
+            f"GCE's getHealth called {len({n for _, n in seen})} node(s) HEALTHY in target pool "
+            f"{seen[0][0]}, whose probes are admitted"
+        )
     answered = sorted(
         node
         for node, probe in cluster.health_probes.items()
@@ -107,7 +123,7 @@ def plan_probe_firewall(
             )
         )
         return ProbeFirewallPlan(FirewallNeed(), tuple(findings), (), tuple(needing))
-    evidence = port_evidence(cluster, cloud, port)
+    evidence = port_evidence(cluster, cloud, port, admitted)
     if evidence:
         need = FirewallNeed(keep=True, may_create=True, reason=f"{reason}; {evidence}")
         return ProbeFirewallPlan(need, tuple(findings), (), tuple(needing))

@@ -12,6 +12,7 @@ import pytest
 from lbhc.model.cloud import Firewall, FirewallAllowed
 from lbhc.model.cluster import HealthProbe
 from lbhc.model.firewall import EffectiveFirewall
+from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
 from lbhc.model.plan import Action, FindingKind, Kind
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.drain import DrainState
@@ -56,6 +57,9 @@ def deny(name: str, priority: int, destination: str = "") -> Firewall:
     )
 
 
+HEALTHY_READ = InstanceHealth.HEALTHY
+
+
 @dataclass(frozen=True)
 class Case:
     desc: str
@@ -72,6 +76,7 @@ class Case:
     finding: str = ""  # a piece of a probes-blocked finding
     priority: int = 1000
     unreadable: str = ""
+    lb_health: LbHealthView | None = None  # the controller's own view of GCE
 
 
 CREATE = frozenset({(Action.CREATE, Kind.FIREWALL)})
@@ -84,6 +89,29 @@ CASES = [
     Case(
         "no evidence yet: GCE's view of the admitted pool is asked for",
         evidence={},
+        evidence_wanted=(POOLS[0].name,),
+        finding="once GCE's getHealth shows",
+    ),
+    Case(
+        "no evidence, but the controller's view of GCE saw a node HEALTHY in the admitted "
+        "pool: it is evidence, with no read of its own",
+        evidence={},
+        lb_health=LbHealthView(
+            {(POOLS[0].name, "node-2"): HealthReading(POOLS[0].name, "node-2", HEALTHY_READ, 1.0)},
+            as_of=1.0,
+            off="",
+        ),
+        changes=CREATE,
+    ),
+    Case(
+        "no evidence, the controller's view saw the node HEALTHY only in the blocked pool: "
+        "that is no evidence (its probes do not get in), so GCE is asked",
+        evidence={},
+        lb_health=LbHealthView(
+            {(POOLS[1].name, "node-2"): HealthReading(POOLS[1].name, "node-2", HEALTHY_READ, 1.0)},
+            as_of=1.0,
+            off="",
+        ),
         evidence_wanted=(POOLS[0].name,),
         finding="once GCE's getHealth shows",
     ),
@@ -166,6 +194,7 @@ def test_blocked_probes(case: Case) -> None:
         network_firewall=case.firewall,
         network_firewall_unreadable=case.unreadable,
         port_evidence=case.evidence,
+        lb_health=case.lb_health,
     )
     result = plan(snapshot, world, case.config)
     assert {(c.action, c.kind) for c in result.changes} == case.changes, result.warnings
