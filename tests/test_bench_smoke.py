@@ -196,6 +196,8 @@ def test_verify_bench_smoke(tmp_path: Path) -> None:
     out = tmp_path / "verify.json"
     args = ["--services", "40", "--nodes", "60", "--marked", "4", "--minutes", "3"]
     assert verify_main([*args, "--budget", "12", "--http-calls", "5", "--json", str(out)]) == 0
-    budget = json.loads(out.read_text())["budget"]
+    figures = json.loads(out.read_text())
+    budget = figures["budget"]
     assert budget["reads_per_minute_max"] <= 12  # no minute past the budget
     assert budget["marked_all_read_after_s"] is not None  # every marked node was read
+    well_formed_targets(figures, 1)

@@ -18,7 +18,6 @@ measured on its own, below). Figures:
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import statistics
 import time
@@ -31,12 +30,12 @@ from lbhc.controller.lb_verifier import LbVerifier, VerifierOptions
 from lbhc.controller.metrics import Metrics
 from lbhc.gce.client import GceClient
 from lbhc.gce.config import GceClientConfig
-from lbhc.model.cloud import CloudSnapshot, instance_urls
+from lbhc.model.cloud import CloudSnapshot, instance_urls, resource_path
 from lbhc.model.cluster import ClusterSnapshot
 from lbhc.planner.planner import plan
 from lbhc.planner.status import StatusReport, assess
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
-from tests.bench.report import add_output_args, load, print_comparison
+from tests.bench.report import TARGETS, add_output_args, emit, target
 from tests.builders import CLOUD_PROVIDER_CHECK as CP
 from tests.builders import (
     KUBE_SYSTEM_UID,
@@ -49,6 +48,7 @@ from tests.builders import (
     rule_for,
     service,
 )
+from tests.builders.gce import ADMITTING
 
 START = 1_800_000_000.0  # a Unix time: taints carry Unix seconds
 TAINTED_AT = 120  # seconds after START: the scale-down
@@ -94,14 +94,12 @@ def make_world(services: int, nodes: int, marked: int) -> tuple[ClusterSnapshot,
     )
     ips = [f"34.{i // 250 % 250}.{i % 250}.1" for i in range(services)]
     rules = tuple(rule_for(s, ip=ip) for s, ip in zip(svcs, ips, strict=True))
-    from tests.builders.gce import ADMITTING
-
     cloud = CloudSnapshot(
         None,
         None,
         pools,
         rules,
-        health_checks={CP.self_link.split("v1/")[-1]: CP},
+        health_checks={resource_path(CP.self_link): CP},
         effective_firewall=ADMITTING,
     )
     return ClusterSnapshot(all_nodes, svcs, (), KUBE_SYSTEM_UID), cloud
@@ -211,19 +209,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http-calls", type=int, default=200)
     add_output_args(parser)
     args = parser.parse_args(argv)
-    previous = load(args.compare)
-    figures = {
-        "budget": bench_budget(args.services, args.nodes, args.marked, args.minutes, args.budget),
-        "http": bench_http_call(args.http_calls),
-    }
-    for group, values in figures.items():
-        for key, value in values.items():
-            print(f"{group + ': ' + key:44} {value}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    if args.compare:
-        print_comparison(args.compare, previous, figures)
-    return 0
+    budget = bench_budget(args.services, args.nodes, args.marked, args.minutes, args.budget)
+    budget[TARGETS] = [
+        target(
+            "verify_reads_per_minute",
+            "GCE's own view: getHealth reads in any minute",
+            budget["reads_per_minute_max"],
+            f"<= {args.budget}",
+            budget["reads_per_minute_max"] <= args.budget,
+        )
+    ]
+    figures = {"budget": budget, "http": bench_http_call(args.http_calls)}
+    return emit(figures, args.json, args.compare)
 
 
 if __name__ == "__main__":

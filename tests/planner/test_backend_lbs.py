@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from lbhc.model.backend import INTERNAL, BackendService, BackendView, HealthCheck
+from lbhc.model.cloud import resource_path
 from lbhc.model.cluster import Service
 from lbhc.planner.backend_lbs import BACKEND_SERVICE_ANNOTATION
 from lbhc.planner.coverage import Coverage
@@ -113,7 +114,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_a_backend_service_load_balancer_gets_the_coverage_of_its_check(case: Case) -> None:
-    checks = {c.self_link.split("v1/")[1]: c for c in (SHARED_HC, INTERNAL_HC, TCP_HC)}
+    checks = {resource_path(c.self_link): c for c in (SHARED_HC, INTERNAL_HC, TCP_HC)}
     view = BackendView(case.backends, checks, {}, unreadable="")
     world = replace(cloud(), backends=view)
     report = assessed(cluster(services=(case.svc,)), world)
