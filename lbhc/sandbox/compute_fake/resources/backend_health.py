@@ -34,9 +34,9 @@ import copy
 from typing import Any
 
 from .. import operations, urls
-from ..errors import invalid_value, required
+from ..errors import invalid_value
 from ..store import Store
-from ..validation import check_known_fields
+from ..validation import required_ref
 from . import common, instance_groups, network_endpoint_groups
 from .backend_services import KIND, forwarding_users
 from .common import Request, Response
@@ -77,10 +77,7 @@ def handle_get_health(req: Request) -> Response:
         operations.advance(store)
         name = req.params["backendService"]
         service = copy.deepcopy(common.require(store, KIND, project, req.scope, name))
-        check_known_fields(req.json, ("group",), "resource")
-        ref = req.json.get("group")
-        if not isinstance(ref, str) or not ref:
-            raise required("resource.group")
+        ref = required_ref(req.json, "group")
         parsed = urls.parse_ref(ref, project)
         backends = [b["group"] for b in service.get("backends", [])]
         if parsed is None or parsed.url not in backends:

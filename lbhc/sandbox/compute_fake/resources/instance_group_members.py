@@ -29,9 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import urls
-from ..errors import ComputeError, invalid_value, not_found, required
+from ..errors import ComputeError, invalid_value, not_found
 from ..store import Store
-from ..validation import check_known_fields
+from ..validation import reference_list
 from . import common
 from .common import Request, Response
 from .instance_groups import KIND, instance_of, instance_ref, members, set_size
@@ -41,24 +41,9 @@ _NOT_A_MEMBER = "Instance is not a member of the instance group."
 
 def _refs(req: Request) -> list[tuple[str, str]]:
     """(field, canonical instance URL) of each entry of `instances`, duplicates dropped."""
-    body = req.json
-    check_known_fields(body, ("instances",), "resource")
-    entries = body.get("instances")
-    if not entries:
-        raise required("resource.instances")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.instances", entries, "Expected a list.")
     refs: dict[str, str] = {}
-    for i, entry in enumerate(entries):
-        where = f"resource.instances[{i}]"
-        if not isinstance(entry, dict):
-            raise invalid_value(where, entry, "Expected an object.")
-        check_known_fields(entry, ("instance",), where)
-        ref = entry.get("instance")
-        if not isinstance(ref, str) or not ref:
-            raise required(f"{where}.instance")
-        url = instance_ref(req.project, req.zone or "", ref, f"{where}.instance")
-        refs.setdefault(url, f"{where}.instance")
+    for field, ref in reference_list(req.json, "instances", "instance"):
+        refs.setdefault(instance_ref(req.project, req.zone or "", ref, field), field)
     return [(field, url) for url, field in refs.items()]
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from .. import listing, urls
 from ..errors import invalid_value, not_found, required
 from ..store import Store
-from ..validation import check_known_fields, check_name, opt_str
+from ..validation import check_known_fields, check_name, opt_str, required_list
 from . import common
 from .common import Request, Response
 from .network_endpoint_groups import KIND, MODELLED_TYPE, build, endpoints, require, set_size
@@ -101,17 +101,6 @@ def parse(
     return {"instance": name, "ipAddress": str(nic["networkIP"])}
 
 
-def _entries(req: Request) -> list[Any]:
-    body = req.json
-    check_known_fields(body, ("networkEndpoints",), "resource")
-    entries = body.get("networkEndpoints")
-    if not entries:
-        raise required("resource.networkEndpoints")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.networkEndpoints", entries, "Expected a list.")
-    return entries
-
-
 def _matches(attached: dict[str, Any], wanted: dict[str, str]) -> bool:
     return attached["instance"] == wanted["instance"] and wanted.get("ipAddress") in (
         None,
@@ -121,11 +110,8 @@ def _matches(attached: dict[str, Any], wanted: dict[str, str]) -> bool:
 
 def handle_attach_network_endpoints(req: Request) -> Response:
     store, group = req.store, require(req)
-    where = "resource.networkEndpoints"
-    wanted = [
-        parse(store, req.project, group, entry, f"{where}[{i}]")
-        for i, entry in enumerate(_entries(req))
-    ]
+    entries = required_list(req.json, "networkEndpoints")
+    wanted = [parse(store, req.project, group, entry, where) for where, entry in entries]
 
     def apply() -> None:
         live = require(req)
@@ -155,10 +141,9 @@ def _check_attached(store: Store, group: dict[str, Any], wanted: list[dict[str, 
 
 def handle_detach_network_endpoints(req: Request) -> Response:
     store, group = req.store, require(req)
-    where = "resource.networkEndpoints"
+    entries = required_list(req.json, "networkEndpoints")
     wanted = [
-        parse(store, req.project, group, entry, f"{where}[{i}]", lookup=False)
-        for i, entry in enumerate(_entries(req))
+        parse(store, req.project, group, entry, where, lookup=False) for where, entry in entries
     ]
     _check_attached(store, group, wanted)
 

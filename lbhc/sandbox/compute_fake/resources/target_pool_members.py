@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import invalid_value, required
+from ..errors import invalid_value
 from ..store import Store
-from ..validation import check_known_fields
+from ..validation import reference_list
 from . import common
 from .common import Request, Response
 from .target_pools import KIND, resolve_instance
@@ -34,24 +34,8 @@ _NOT_ATTACHED = "Instance is not currently attached to this target pool."
 
 def _instance_refs(req: Request) -> list[tuple[str, str]]:
     """(the reference as given, its canonical URL) for each entry of `instances`."""
-    body = req.json
-    check_known_fields(body, ("instances",), "resource")
-    entries = body.get("instances")
-    if not entries:
-        raise required("resource.instances")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.instances", entries, "Expected a list.")
-    refs: list[tuple[str, str]] = []
-    for i, entry in enumerate(entries):
-        where = f"resource.instances[{i}]"
-        if not isinstance(entry, dict):
-            raise invalid_value(where, entry, "Expected an object.")
-        check_known_fields(entry, ("instance",), where)
-        ref = entry.get("instance")
-        if not isinstance(ref, str) or not ref:
-            raise required(f"{where}.instance")
-        refs.append((ref, resolve_instance(req.project, ref, f"{where}.instance")))
-    return refs
+    refs = reference_list(req.json, "instances", "instance")
+    return [(ref, resolve_instance(req.project, ref, field)) for field, ref in refs]
 
 
 def _require_members(pool: dict[str, Any], refs: list[tuple[str, str]]) -> None:

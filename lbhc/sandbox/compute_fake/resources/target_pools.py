@@ -25,9 +25,16 @@ import copy
 from typing import Any
 
 from .. import operations, urls
-from ..errors import ComputeError, in_use, invalid, invalid_value, not_found, required
+from ..errors import ComputeError, in_use, invalid, invalid_value, not_found
 from ..store import Store
-from ..validation import check_known_fields, check_name, opt_str, str_list
+from ..validation import (
+    check_known_fields,
+    check_name,
+    opt_str,
+    reference_list,
+    required_ref,
+    str_list,
+)
 from . import aggregated, common, health_checks
 from .common import Kind, Request, Response
 
@@ -144,27 +151,6 @@ def seed(
     return pool
 
 
-def _check_refs(req: Request) -> list[str]:
-    body = req.json
-    check_known_fields(body, ("healthChecks",), "resource")
-    entries = body.get("healthChecks")
-    if not entries:
-        raise required("resource.healthChecks")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.healthChecks", entries, "Expected a list.")
-    refs: list[str] = []
-    for i, entry in enumerate(entries):
-        where = f"resource.healthChecks[{i}]"
-        if not isinstance(entry, dict):
-            raise invalid_value(where, entry, "Expected an object.")
-        check_known_fields(entry, ("healthCheck",), where)
-        ref = entry.get("healthCheck")
-        if not isinstance(ref, str) or not ref:
-            raise required(f"{where}.healthCheck")
-        refs.append(ref)
-    return refs
-
-
 def _pool_name(req: Request) -> str:
     return req.params["targetPool"]
 
@@ -207,13 +193,14 @@ def handle_delete(req: Request) -> Response:
 def handle_add_health_check(req: Request) -> Response:
     store, project, scope, name = req.store, req.project, req.scope, _pool_name(req)
     pool = common.require(store, KIND, project, scope, name)
-    refs = _check_refs(req)
+    refs = reference_list(req.json, "healthChecks", "healthCheck")
     if len(refs) > 1:
         raise invalid_value("resource.healthChecks", len(refs), _ONE_CHECK)
-    url = resolve_check(store, project, refs[0], "resource.healthChecks[0].healthCheck")
+    [(field, ref)] = refs
+    url = resolve_check(store, project, ref, field)
     current = pool.get("healthChecks", [])
     if current and url not in current:
-        raise invalid_value("resource.healthChecks[0].healthCheck", refs[0], _ONE_CHECK)
+        raise invalid_value(field, ref, _ONE_CHECK)
 
     def apply() -> None:
         live = common.require(store, KIND, project, scope, name)
@@ -237,11 +224,10 @@ def handle_remove_health_check(req: Request) -> Response:
     store, project, scope, name = req.store, req.project, req.scope, _pool_name(req)
     pool = common.require(store, KIND, project, scope, name)
     removed: set[str] = set()
-    for i, ref in enumerate(_check_refs(req)):
+    for field, ref in reference_list(req.json, "healthChecks", "healthCheck"):
         parsed = urls.parse_ref(ref, project)
         if parsed is None:
-            where = f"resource.healthChecks[{i}].healthCheck"
-            raise invalid_value(where, ref, "Must be a health check URL.")
+            raise invalid_value(field, ref, "Must be a health check URL.")
         removed.add(parsed.url)
 
     def apply() -> None:
@@ -261,10 +247,7 @@ def handle_get_health(req: Request) -> Response:
     with store.lock:
         operations.advance(store)
         pool = copy.deepcopy(common.require(store, KIND, req.project, req.scope, _pool_name(req)))
-        check_known_fields(req.json, ("instance",), "resource")
-        ref = req.json.get("instance")
-        if not isinstance(ref, str) or not ref:
-            raise required("resource.instance")
+        ref = required_ref(req.json, "instance")
         instance = resolve_instance(req.project, ref, "resource.instance")
         if instance not in pool.get("instances", []):
             raise invalid_value("resource.instance", ref, "Instance is not in the target pool.")
