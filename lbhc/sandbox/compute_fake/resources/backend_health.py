@@ -37,8 +37,8 @@ from .. import operations, urls
 from ..errors import invalid_value
 from ..store import Store
 from ..validation import required_ref
-from . import common, instance_groups, network_endpoint_groups
-from .backend_services import KIND, forwarding_users
+from . import common, forwarding_rules, instance_groups, network_endpoint_groups
+from .backend_services import KIND
 from .common import Request, Response
 
 HEALTH_KIND = "compute#backendServiceGroupHealth"
@@ -86,7 +86,9 @@ def handle_get_health(req: Request) -> Response:
             store, _group_kind(parsed.collection), parsed.project, parsed.scope, parsed.name
         )
         listed = members(store, group)
-        rules = copy.deepcopy(forwarding_users(store, project, req.scope, service["selfLink"]))
+        rules = copy.deepcopy(
+            forwarding_rules.pointing_at(store, project, req.scope, service["selfLink"])
+        )
         fallback = dict(store.instance_health)
         source = store.health_source
     statuses: list[dict[str, Any]] = []

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import urls
-from ..errors import ComputeError, in_use, invalid_value
+from ..errors import invalid_value
 from ..store import Store
 from ..validation import check_known_fields, check_name, opt_int, opt_str
 from . import common
@@ -82,16 +81,9 @@ def build(body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
 
 def user_of(store: Store, project: str, check_url: str) -> str | None:
     """Path of the first target pool (any region) that references the check."""
-    for scope, pool in store.scoped("targetPools", project):
-        if check_url in pool.get("healthChecks", []):
-            return urls.resource_path(project, scope, "targetPools", pool["name"])
-    return None
-
-
-def _in_use_check(req: Request, name: str) -> ComputeError | None:
-    path = urls.resource_path(req.project, "global", KIND.collection, name)
-    user = user_of(req.store, req.project, urls.CANONICAL_BASE + path)
-    return None if user is None else in_use(KIND.label, path, user)
+    return common.first_user(
+        store, project, "targetPools", lambda pool: check_url in pool.get("healthChecks", [])
+    )
 
 
 def handle_get(req: Request) -> Response:
@@ -122,5 +114,4 @@ def handle_patch(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = req.params["httpHealthCheck"]
-    return common.delete(req, KIND, name, lambda: _in_use_check(req, name))
+    return common.delete(req, KIND, req.params["httpHealthCheck"], user_of)

@@ -27,7 +27,7 @@ import copy
 from typing import Any
 
 from .. import listing, urls
-from ..errors import ComputeError, in_use, invalid_value
+from ..errors import invalid_value
 from ..store import Store
 from ..validation import check_known_fields, check_name, opt_int, opt_str
 from . import aggregated, common, networks, target_pools
@@ -145,11 +145,13 @@ def seed(
 
 
 def backend_user(store: Store, project: str, group_url: str) -> str | None:
-    """Path of the first regional backend service (any region) with the group as a backend."""
-    for scope, service in store.scoped("backendServices", project):
-        if any(b.get("group") == group_url for b in service.get("backends", [])):
-            return urls.resource_path(project, scope, "backendServices", service["name"])
-    return None
+    """Path of the first regional backend service (any region) with the group (an instance
+    group or a NEG) as a backend."""
+
+    def refers(service: dict[str, Any]) -> bool:
+        return any(b.get("group") == group_url for b in service.get("backends", []))
+
+    return common.first_user(store, project, "backendServices", refers)
 
 
 def _name(req: Request) -> str:
@@ -170,14 +172,7 @@ def handle_insert(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _name(req)
-    path = urls.resource_path(req.project, req.scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        user = backend_user(req.store, req.project, urls.CANONICAL_BASE + path)
-        return None if user is None else in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _name(req), backend_user)
 
 
 def handle_aggregated_list(req: Request) -> Response:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import urls
-from ..errors import ComputeError, in_use, invalid_value, not_found, required
+from ..errors import invalid_value, not_found, required
 from ..store import Store
 from ..validation import check_known_fields, check_name, opt_int, opt_str
 from . import aggregated, common
@@ -228,10 +228,9 @@ def resolve(store: Store, project: str, ref: str, field: str, region: str) -> st
 
 def user_of(store: Store, project: str, check_url: str) -> str | None:
     """Path of the first regional backend service (any region) that uses the check."""
-    for scope, service in store.scoped("backendServices", project):
-        if check_url in service.get("healthChecks", []):
-            return urls.resource_path(project, scope, "backendServices", service["name"])
-    return None
+    return common.first_user(
+        store, project, "backendServices", lambda s: check_url in s.get("healthChecks", [])
+    )
 
 
 def _name(req: Request) -> str:
@@ -267,14 +266,7 @@ def handle_patch(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _name(req)
-    path = urls.resource_path(req.project, req.scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        user = user_of(req.store, req.project, urls.CANONICAL_BASE + path)
-        return None if user is None else in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _name(req), user_of)
 
 
 def handle_aggregated_list(req: Request) -> Response:

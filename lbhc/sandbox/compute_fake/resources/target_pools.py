@@ -25,7 +25,7 @@ import copy
 from typing import Any
 
 from .. import operations, urls
-from ..errors import ComputeError, in_use, invalid, invalid_value, not_found
+from ..errors import invalid, invalid_value, not_found
 from ..store import Store
 from ..validation import (
     check_known_fields,
@@ -35,7 +35,7 @@ from ..validation import (
     required_ref,
     str_list,
 )
-from . import aggregated, common, health_checks
+from . import aggregated, common, forwarding_rules, health_checks
 from .common import Kind, Request, Response
 
 KIND = Kind(
@@ -155,13 +155,6 @@ def _pool_name(req: Request) -> str:
     return req.params["targetPool"]
 
 
-def _forwarding_users(
-    store: Store, project: str, scope: str, pool_url: str
-) -> list[dict[str, Any]]:
-    rules = store.items("forwardingRules", project, scope)
-    return sorted((r for r in rules if r.get("target") == pool_url), key=lambda r: str(r["name"]))
-
-
 def handle_get(req: Request) -> Response:
     return common.get(req, KIND, _pool_name(req))
 
@@ -176,18 +169,7 @@ def handle_insert(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _pool_name(req)
-    store, project, scope = req.store, req.project, req.scope
-    path = urls.resource_path(project, scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        users = _forwarding_users(store, project, scope, urls.CANONICAL_BASE + path)
-        if not users:
-            return None
-        user = urls.resource_path(project, scope, "forwardingRules", users[0]["name"])
-        return in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _pool_name(req), forwarding_rules.rule_using)
 
 
 def handle_add_health_check(req: Request) -> Response:
@@ -251,7 +233,9 @@ def handle_get_health(req: Request) -> Response:
         instance = resolve_instance(req.project, ref, "resource.instance")
         if instance not in pool.get("instances", []):
             raise invalid_value("resource.instance", ref, "Instance is not in the target pool.")
-        rules = copy.deepcopy(_forwarding_users(store, req.project, req.scope, pool["selfLink"]))
+        rules = copy.deepcopy(
+            forwarding_rules.pointing_at(store, req.project, req.scope, pool["selfLink"])
+        )
         fallback = store.instance_health.get(instance)
         source = store.health_source
     statuses: list[dict[str, Any]] = []
