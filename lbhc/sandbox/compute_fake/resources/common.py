@@ -97,6 +97,23 @@ def list_collection(req: Request, kind: Kind) -> Response:
     return 200, body
 
 
+def member_page(
+    kind: str,
+    items: list[dict[str, Any]],
+    params: listing.ListParams,
+    key: Callable[[dict[str, Any]], listing.SortKey],
+) -> Response:
+    """A page of a group's members (listInstances, listNetworkEndpoints): `kind`, `items` and
+    `nextPageToken`, nothing else."""
+    page, token = listing.paginate(items, params, key=key)
+    body: dict[str, Any] = {"kind": kind}
+    if page:
+        body["items"] = page
+    if token:
+        body["nextPageToken"] = token
+    return 200, body
+
+
 def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """RFC 7396 JSON merge patch, what the real API's patch methods apply ("uses the JSON merge
     patch format and processing rules", the discovery document): objects merge key by key, a

@@ -181,7 +181,7 @@ def handle_aggregated_list(req: Request) -> Response:
 
 
 def check_member_listing(query: dict[str, str]) -> listing.ListParams:
-    """listing.parse, less what listInstances and listNetworkEndpoints do not support."""
+    """listing.parse, less what listInstances does not support."""
     if query.get("orderBy"):
         raise invalid_value("orderBy", query["orderBy"], "The orderBy parameter is not supported.")
     expression = query.get("filter", "")
@@ -209,10 +209,6 @@ def handle_list_instances(req: Request) -> Response:
         if group.get("namedPorts"):
             item["namedPorts"] = copy.deepcopy(group["namedPorts"])
         items.append(item)
-    page, token = listing.paginate(items, params, key=lambda item: (str(item["instance"]),))
-    body: dict[str, Any] = {"kind": LIST_INSTANCES_KIND}
-    if page:
-        body["items"] = page
-    if token:
-        body["nextPageToken"] = token
-    return 200, body
+    return common.member_page(
+        LIST_INSTANCES_KIND, items, params, lambda item: (str(item["instance"]),)
+    )

@@ -176,13 +176,7 @@ def handle_list_network_endpoints(req: Request) -> Response:
         endpoint = item["networkEndpoint"]
         return (str(endpoint["instance"]), str(endpoint["ipAddress"]))
 
-    page, token = listing.paginate(items, params, key=key)
-    body: dict[str, Any] = {"kind": LIST_KIND}
-    if page:
-        body["items"] = page
-    if token:
-        body["nextPageToken"] = token
-    return 200, body
+    return common.member_page(LIST_KIND, items, params, key)
 
 
 def seed(
