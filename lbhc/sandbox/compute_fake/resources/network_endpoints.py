@@ -54,6 +54,19 @@ def _instance_name(project: str, zone: str, ref: str, field: str) -> str:
     return parsed.name
 
 
+def _zone(group: dict[str, Any]) -> str:
+    return str(group["zone"]).rsplit("/", 1)[1]
+
+
+def _instance(store: Store, project: str, group: dict[str, Any], name: str) -> dict[str, Any]:
+    """The seeded instance `name` in the group's zone; 404 naming it if there is none."""
+    scope = urls.zone_scope(_zone(group))
+    vm = store.get("instances", project, scope, name)
+    if vm is None:
+        raise not_found(urls.resource_path(project, scope, "instances", name))
+    return vm
+
+
 def parse(
     store: Store,
     project: str,
@@ -78,8 +91,7 @@ def parse(
     ref = entry.get("instance")
     if not isinstance(ref, str) or not ref:
         raise required(f"{where}.instance")
-    zone = str(group["zone"]).rsplit("/", 1)[1]
-    name = _instance_name(project, zone, ref, f"{where}.instance")
+    name = _instance_name(project, _zone(group), ref, f"{where}.instance")
     ip = opt_str(entry, "ipAddress", f"{where}.ipAddress")
     if ip:
         try:
@@ -88,10 +100,7 @@ def parse(
             raise invalid_value(f"{where}.ipAddress", ip, "Must be an IPv4 address.") from None
     if not lookup:
         return {"instance": name, "ipAddress": ip} if ip else {"instance": name}
-    vm = store.get("instances", project, urls.zone_scope(zone), name)
-    if vm is None:
-        raise not_found(urls.resource_path(project, urls.zone_scope(zone), "instances", name))
-    nic = vm["networkInterfaces"][0]
+    nic = _instance(store, project, group, name)["networkInterfaces"][0]
     if nic["network"] != group["network"]:
         why = "Instance is not in the network of the network endpoint group."
         raise invalid_value(f"{where}.instance", ref, why)
@@ -124,19 +133,16 @@ def handle_attach_network_endpoints(req: Request) -> Response:
     return common.submit(req, "attachNetworkEndpoints", group["selfLink"], group["id"], apply)
 
 
-def _check_attached(store: Store, group: dict[str, Any], wanted: list[dict[str, str]]) -> None:
+def _check_attached(
+    store: Store, project: str, group: dict[str, Any], wanted: list[dict[str, str]]
+) -> None:
     """Every endpoint is attached; else 404 for an instance that does not exist, 400 invalid
     for one that does."""
     listed = endpoints(store, group)
-    ref = urls.parse_ref(str(group["selfLink"]), "")
-    assert ref is not None  # a selfLink the fake made
     for i, endpoint in enumerate(wanted):
-        if any(_matches(attached, endpoint) for attached in listed):
-            continue
-        vm = urls.resource_path(ref.project, ref.scope, "instances", endpoint["instance"])
-        if store.get("instances", ref.project, ref.scope, endpoint["instance"]) is None:
-            raise not_found(vm)
-        raise invalid_value(f"resource.networkEndpoints[{i}]", endpoint, _NOT_ATTACHED)
+        if not any(_matches(attached, endpoint) for attached in listed):
+            _instance(store, project, group, endpoint["instance"])  # 404 if it does not exist
+            raise invalid_value(f"resource.networkEndpoints[{i}]", endpoint, _NOT_ATTACHED)
 
 
 def handle_detach_network_endpoints(req: Request) -> Response:
@@ -145,11 +151,11 @@ def handle_detach_network_endpoints(req: Request) -> Response:
     wanted = [
         parse(store, req.project, group, entry, where, lookup=False) for where, entry in entries
     ]
-    _check_attached(store, group, wanted)
+    _check_attached(store, req.project, group, wanted)
 
     def apply() -> None:
         live = require(req)
-        _check_attached(store, live, wanted)
+        _check_attached(store, req.project, live, wanted)
         kept = [e for e in endpoints(store, live) if not any(_matches(e, w) for w in wanted)]
         store.members[str(live["id"])] = kept
         set_size(store, live)
