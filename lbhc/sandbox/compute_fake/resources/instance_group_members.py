@@ -51,9 +51,11 @@ def _path(url: str) -> str:
     return url.removeprefix(urls.CANONICAL_BASE)
 
 
-def _check_add(store: Store, group: dict[str, Any], refs: list[tuple[str, str]]) -> None:
+def _check_add(store: Store, group: dict[str, Any], refs: list[tuple[str, str]]) -> str:
+    """Each instance can join the group; returns the group's network, which a group made
+    without one takes from the first instance added."""
     current = {m["instance"] for m in members(store, group)}
-    network = group.get("network")
+    network: str | None = group.get("network")
     for field, url in refs:
         if url in current:
             message = (
@@ -63,11 +65,13 @@ def _check_add(store: Store, group: dict[str, Any], refs: list[tuple[str, str]])
         vm = instance_of(store, url)
         if vm is None:
             raise not_found(_path(url))
-        vm_network = vm["networkInterfaces"][0]["network"]
+        vm_network = str(vm["networkInterfaces"][0]["network"])
         if network is not None and vm_network != network:
             why = f"Instance is in network '{vm_network}', the group in '{network}'."
             raise invalid_value(field, url, why)
         network = network or vm_network
+    assert network is not None  # refs is never empty
+    return network
 
 
 def _check_remove(store: Store, group: dict[str, Any], refs: list[tuple[str, str]]) -> None:
@@ -91,13 +95,8 @@ def handle_add_instances(req: Request) -> Response:
 
     def apply() -> None:
         live = _group(req)
-        _check_add(store, live, refs)
-        for _, url in refs:
-            members(store, live).append({"instance": url})
-            if "network" not in live:
-                vm = instance_of(store, url)
-                if vm is not None:
-                    live["network"] = vm["networkInterfaces"][0]["network"]
+        live["network"] = _check_add(store, live, refs)
+        members(store, live).extend({"instance": url} for _, url in refs)
         set_size(store, live)
 
     return common.submit(req, "addInstances", group["selfLink"], group["id"], apply)

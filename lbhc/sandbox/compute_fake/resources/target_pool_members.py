@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import invalid_value
-from ..store import Store
 from ..validation import reference_list
 from . import common
 from .common import Request, Response
@@ -45,17 +44,16 @@ def _require_members(pool: dict[str, Any], refs: list[tuple[str, str]]) -> None:
             raise invalid_value("resource.instance", ref, _NOT_ATTACHED)
 
 
-def _live(store: Store, req: Request, name: str) -> dict[str, Any]:
-    return common.require(store, KIND, req.project, req.scope, name)
+def _pool(req: Request) -> dict[str, Any]:
+    return common.require(req.store, KIND, req.project, req.scope, req.params["targetPool"])
 
 
 def handle_add_instance(req: Request) -> Response:
-    store, name = req.store, req.params["targetPool"]
-    pool = _live(store, req, name)
+    pool = _pool(req)
     added = list(dict.fromkeys(url for _, url in _instance_refs(req)))
 
     def apply() -> None:
-        live = _live(store, req, name)
+        live = _pool(req)
         current = list(live.get("instances", []))
         live["instances"] = current + [url for url in added if url not in current]
 
@@ -63,14 +61,13 @@ def handle_add_instance(req: Request) -> Response:
 
 
 def handle_remove_instance(req: Request) -> Response:
-    store, name = req.store, req.params["targetPool"]
-    pool = _live(store, req, name)
+    pool = _pool(req)
     refs = _instance_refs(req)
     _require_members(pool, refs)  # a synchronous 400, as GCE answered it
     removed = {url for _, url in refs}
 
     def apply() -> None:
-        live = _live(store, req, name)
+        live = _pool(req)
         _require_members(live, refs)  # removed meanwhile: the operation fails
         kept = [url for url in live.get("instances", []) if url not in removed]
         if kept:

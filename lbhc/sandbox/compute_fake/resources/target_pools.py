@@ -191,12 +191,7 @@ def handle_add_health_check(req: Request) -> Response:
             return  # already attached: DONE without change
         if attached:
             raise invalid(_ONE_CHECK)
-        check = urls.parse_ref(url, project)
-        if (
-            check is None
-            or store.get(check.collection, check.project, "global", check.name) is None
-        ):
-            raise not_found(url.removeprefix(urls.CANONICAL_BASE))
+        resolve_check(store, project, url, field)  # deleted meanwhile: 404
         live["healthChecks"] = [url]
 
     return common.submit(req, "addHealthCheck", pool["selfLink"], pool["id"], apply)
