@@ -11,6 +11,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 
 P = "proj"
 Z = "us-central1-a"
@@ -245,10 +246,7 @@ def test_empty_group_lists_no_items(api: Any, fake: ComputeFake) -> None:
 
 def test_aggregated_list(clients: Any, api: Any, seeded: ComputeFake) -> None:
     seeded.add_instance_group(P, "europe-west1-b", "eu")
-    seen = {
-        scope: [g.name for g in scoped.instance_groups]
-        for scope, scoped in clients.instance_groups.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.instance_groups, "instance_groups")
     assert seen[f"zones/{Z}"] == ["ig"] and seen["zones/europe-west1-b"] == ["eu"]
     assert seen["zones/us-east1-b"] == []
     raw = api.call("GET", f"projects/{P}/aggregated/instanceGroups", params={"fields": "items"})

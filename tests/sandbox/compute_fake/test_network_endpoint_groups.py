@@ -10,6 +10,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 
 P = "proj"
 Z = "us-central1-a"
@@ -249,9 +250,6 @@ def test_list_network_endpoints_pages_and_refuses_what_is_not_modelled(
 
 def test_aggregated_list(clients: Any, seeded: ComputeFake) -> None:
     seeded.add_network_endpoint_group(P, "us-east1-b", "east")
-    seen = {
-        scope: [g.name for g in scoped.network_endpoint_groups]
-        for scope, scoped in clients.network_endpoint_groups.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.network_endpoint_groups, "network_endpoint_groups")
     assert seen[f"zones/{Z}"] == ["neg"] and seen["zones/us-east1-b"] == ["east"]
     assert seen["zones/europe-west1-c"] == []
