@@ -37,30 +37,20 @@ def seeded(fake: ComputeFake) -> ComputeFake:
     return fake
 
 
-def refs(*urls: str) -> list[compute_v1.InstanceReference]:
-    return [compute_v1.InstanceReference(instance=url) for url in urls]
+def membership(clients: Any, verb: str, urls: tuple[str, ...], group: str) -> compute_v1.Operation:
+    """instanceGroups.addInstances or removeInstances (`verb` "add" or "remove") of `urls`."""
+    call = getattr(clients.instance_groups, f"{verb}_instances_unary")
+    body = {"instances": [{"instance": url} for url in urls]}  # InstanceReference each
+    resource = {f"instance_groups_{verb}_instances_request_resource": body}
+    return call(project=P, zone=Z, instance_group=group, retry=None, **resource)
 
 
 def add(clients: Any, *urls: str, group: str = "ig") -> compute_v1.Operation:
-    request = compute_v1.InstanceGroupsAddInstancesRequest(instances=refs(*urls))
-    return clients.instance_groups.add_instances_unary(
-        project=P,
-        zone=Z,
-        instance_group=group,
-        instance_groups_add_instances_request_resource=request,
-        retry=None,
-    )
+    return membership(clients, "add", urls, group)
 
 
-def remove(clients: Any, *urls: str) -> compute_v1.Operation:
-    request = compute_v1.InstanceGroupsRemoveInstancesRequest(instances=refs(*urls))
-    return clients.instance_groups.remove_instances_unary(
-        project=P,
-        zone=Z,
-        instance_group="ig",
-        instance_groups_remove_instances_request_resource=request,
-        retry=None,
-    )
+def remove(clients: Any, *urls: str, group: str = "ig") -> compute_v1.Operation:
+    return membership(clients, "remove", urls, group)
 
 
 def listed(clients: Any, state: str = "ALL", **request: Any) -> list[tuple[str, str]]:
@@ -174,7 +164,7 @@ def test_membership_validation(
     words: str,
 ) -> None:
     with pytest.raises(exc_type) as info:
-        (add if verb == "add" else remove)(clients, url)
+        membership(clients, verb, (url,), "ig")
     assert info.value.errors[0]["reason"] == reason
     assert words in info.value.message
     assert seeded.instance_group_members(P, Z, "ig") == [vm("n1")]
@@ -191,14 +181,7 @@ def test_a_member_seeded_without_an_instance_can_be_removed(
     clients: Any, seeded: ComputeFake
 ) -> None:
     seeded.add_instance_group(P, Z, "bare", instances=[vm("unseeded")])
-    request = compute_v1.InstanceGroupsRemoveInstancesRequest(instances=refs(vm("unseeded")))
-    clients.instance_groups.remove_instances_unary(
-        project=P,
-        zone=Z,
-        instance_group="bare",
-        instance_groups_remove_instances_request_resource=request,
-        retry=None,
-    )
+    remove(clients, vm("unseeded"), group="bare")
     assert seeded.instance_group_members(P, Z, "bare") == []
 
 

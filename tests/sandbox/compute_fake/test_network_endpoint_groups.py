@@ -35,30 +35,22 @@ def endpoint(instance: str, ip: str = "") -> compute_v1.NetworkEndpoint:
     return compute_v1.NetworkEndpoint(instance=instance, ip_address=ip)
 
 
+def endpoints_call(
+    clients: Any, verb: str, endpoints: tuple[compute_v1.NetworkEndpoint, ...]
+) -> compute_v1.Operation:
+    """attachNetworkEndpoints or detachNetworkEndpoints (`verb` "attach" or "detach")."""
+    call = getattr(clients.network_endpoint_groups, f"{verb}_network_endpoints_unary")
+    body = {"network_endpoints": list(endpoints)}
+    resource = {f"network_endpoint_groups_{verb}_endpoints_request_resource": body}
+    return call(project=P, zone=Z, network_endpoint_group="neg", retry=None, **resource)
+
+
 def attach(clients: Any, *endpoints: compute_v1.NetworkEndpoint) -> compute_v1.Operation:
-    request = compute_v1.NetworkEndpointGroupsAttachEndpointsRequest(
-        network_endpoints=list(endpoints)
-    )
-    return clients.network_endpoint_groups.attach_network_endpoints_unary(
-        project=P,
-        zone=Z,
-        network_endpoint_group="neg",
-        network_endpoint_groups_attach_endpoints_request_resource=request,
-        retry=None,
-    )
+    return endpoints_call(clients, "attach", endpoints)
 
 
 def detach(clients: Any, *endpoints: compute_v1.NetworkEndpoint) -> compute_v1.Operation:
-    request = compute_v1.NetworkEndpointGroupsDetachEndpointsRequest(
-        network_endpoints=list(endpoints)
-    )
-    return clients.network_endpoint_groups.detach_network_endpoints_unary(
-        project=P,
-        zone=Z,
-        network_endpoint_group="neg",
-        network_endpoint_groups_detach_endpoints_request_resource=request,
-        retry=None,
-    )
+    return endpoints_call(clients, "detach", endpoints)
 
 
 def listed(clients: Any, **request: Any) -> list[tuple[str, str]]:
