@@ -133,6 +133,24 @@ def test_add_and_remove_instances(clients: Any, seeded: ComputeFake) -> None:
     assert seeded.instance_groups(P, Z)["ig"]["size"] == 1
 
 
+def test_a_group_made_without_a_network_takes_its_first_members_network(
+    clients: Any, seeded: ComputeFake
+) -> None:
+    """test_add_and_remove_instances' group has its network from the fixture's seed; this one
+    has none until an instance joins, and then every other must be on that network."""
+    seeded.add_instance_group(P, Z, "fresh")
+    assert "network" not in seeded.instance_groups(P, Z)["fresh"]
+    with pytest.raises(gexc.BadRequest) as info:
+        add(clients, vm("elsewhere"), vm("n1"), group="fresh")
+    assert "network" in info.value.message
+    assert "network" not in seeded.instance_groups(P, Z)["fresh"]  # refused whole
+    add(clients, vm("elsewhere"), group="fresh")
+    other = f"{CANONICAL}projects/{P}/global/networks/other"
+    assert seeded.instance_groups(P, Z)["fresh"]["network"] == other
+    with pytest.raises(gexc.BadRequest):
+        add(clients, vm("n1"), group="fresh")
+
+
 def test_adding_a_member_again_is_member_already_exists(clients: Any, seeded: ComputeFake) -> None:
     with pytest.raises(gexc.BadRequest) as info:
         add(clients, vm("n2"), vm("n1"))
