@@ -10,53 +10,37 @@ real API, so a client cannot believe it asked for something that does not exist.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
+from . import routes
 from .errors import ComputeError
-from .resources import (
-    backend_services,
-    common,
-    firewalls,
-    forwarding_rules,
-    health_checks,
-    instance_groups,
-    instances,
-    lb_health_checks,
-    network_endpoint_groups,
-    network_endpoints,
-    networks,
-    target_pools,
-)
+from .resources import common, instance_groups, network_endpoints
 
 # What every list response has besides its items (the discovery schema's *List properties).
 LIST_FIELDS = frozenset({"kind", "id", "items", "nextPageToken", "selfLink", "warning"})
 
-# The kind of resource each discovery resource serves (a regional resource's collection is
-# named like its global sibling's: regionHealthChecks serve `healthChecks`).
-KINDS = {
-    module.KIND.collection: module.KIND
-    for module in (
-        backend_services,
-        firewalls,
-        forwarding_rules,
-        health_checks,
-        instance_groups,
-        instances,
-        lb_health_checks,
-        network_endpoint_groups,
-        networks,
-        target_pools,
-    )
-}
+
+def _kinds() -> dict[str, common.Kind]:
+    """The kind of resource each discovery resource serves: the KIND of the module whose
+    handlers serve its routes (regionHealthChecks serve lb_health_checks' `healthChecks`).
+    Derived, so a resource added to the route table is checked without another list here."""
+    kinds: dict[str, common.Kind] = {}
+    for route in routes.COMPUTE_ROUTES:
+        kind = getattr(sys.modules[route.handler.__module__], "KIND", None)
+        if isinstance(kind, common.Kind):
+            kinds.setdefault(route.resource, kind)
+    return kinds
+
+
+KINDS = _kinds()
 # The members' fields of the listings of a group's members (InstanceWithNamedPorts,
 # NetworkEndpointWithHealthStatus), by the listing's kind.
 MEMBER_LISTS = {
     instance_groups.LIST_INSTANCES_KIND: frozenset({"instance", "namedPorts", "status"}),
     network_endpoints.LIST_KIND: frozenset({"healths", "networkEndpoint"}),
 }
-KINDS["regionHealthChecks"] = lb_health_checks.KIND
-KINDS["regionBackendServices"] = backend_services.KIND
 
 Selection = dict[str, "Selection | None"]  # None: the whole field
 _NAME = re.compile(r"[A-Za-z_*][A-Za-z0-9_]*")

@@ -79,6 +79,40 @@ def str_list(body: Mapping[str, Any], key: str, field: str) -> list[str]:
     return list(value)
 
 
+def required_list(body: Mapping[str, Any], key: str) -> list[tuple[str, Any]]:
+    """(field path, entry) of each entry of `key`, a required, non-empty list that is the only
+    field of the request body (addInstance, attachNetworkEndpoints, ...)."""
+    check_known_fields(body, (key,), "resource")
+    field = f"resource.{key}"
+    entries = body.get(key)
+    if not entries:
+        raise required(field)
+    if not isinstance(entries, list):
+        raise invalid_value(field, entries, "Expected a list.")
+    return [(f"{field}[{i}]", entry) for i, entry in enumerate(entries)]
+
+
+def required_ref(body: Mapping[str, Any], key: str, where: str = "resource") -> str:
+    """The reference in an object whose one field, `key`, is a required string (a
+    getHealth body, an InstanceReference, ...)."""
+    check_known_fields(body, (key,), where)
+    ref = body.get(key)
+    if not isinstance(ref, str) or not ref:
+        raise required(f"{where}.{key}")
+    return ref
+
+
+def reference_list(body: Mapping[str, Any], key: str, ref_key: str) -> list[tuple[str, str]]:
+    """(field path, reference) of each entry of a required_list of `ref_key` references
+    (InstanceReference, HealthCheckReference), as given, for the caller to resolve."""
+    refs: list[tuple[str, str]] = []
+    for where, entry in required_list(body, key):
+        if not isinstance(entry, dict):
+            raise invalid_value(where, entry, "Expected an object.")
+        refs.append((f"{where}.{ref_key}", required_ref(entry, ref_key, where)))
+    return refs
+
+
 def check_cidr(value: str, field: str) -> str:
     try:
         ipaddress.ip_network(value, strict=False)

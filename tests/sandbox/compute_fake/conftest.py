@@ -111,6 +111,15 @@ def pool_url(name: str, region: str = REGION, project: str = PROJECT) -> str:
     return f"{CANONICAL}projects/{project}/regions/{region}/targetPools/{name}"
 
 
+def aggregated_names(client: Any, field: str, project: str = PROJECT) -> dict[str, list[str]]:
+    """The names a generated client's aggregated_list lists, by scope (warning-only scopes
+    too); `field` is the scoped list's attribute (target_pools, health_checks, ...)."""
+    return {
+        scope: [item.name for item in getattr(scoped, field)]
+        for scope, scoped in client.aggregated_list(project=project, retry=None)
+    }
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

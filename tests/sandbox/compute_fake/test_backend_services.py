@@ -11,6 +11,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 from tests.sandbox.compute_fake.lb_world import (
     CANONICAL,
     GLOBAL_HC,
@@ -225,10 +226,7 @@ def test_what_a_service_uses_cannot_be_deleted(api: Any, world: ComputeFake) -> 
 
 def test_aggregated_list(clients: Any, api: Any, world: ComputeFake) -> None:
     world.add_backend_service(P, R, "bs", **service_fields())
-    seen = {
-        scope: [s.name for s in scoped.backend_services]
-        for scope, scoped in clients.backend_services.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.backend_services, "backend_services")
     assert (
         seen[f"regions/{R}"] == ["bs"] and seen["global"] == [] and seen["regions/us-east1"] == []
     )

@@ -11,6 +11,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 from tests.sandbox.compute_fake.lb_world import (
     CANONICAL,
     NEG,
@@ -154,10 +155,7 @@ def test_aggregated_list(clients: Any, api: Any, world: ComputeFake) -> None:
     world.add_forwarding_rule(
         P, "europe-west1", "c", target="regions/europe-west1/targetPools/eu-pool"
     )
-    seen = {
-        scope: [r.name for r in scoped.forwarding_rules]
-        for scope, scoped in clients.forwarding_rules.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.forwarding_rules, "forwarding_rules")
     assert seen[f"regions/{R}"] == ["a", "b"] and seen["regions/europe-west1"] == ["c"]
     assert seen["regions/us-east1"] == [] and "global" not in seen
     masked = api.call(

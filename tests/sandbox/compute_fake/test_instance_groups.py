@@ -11,6 +11,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 
 P = "proj"
 Z = "us-central1-a"
@@ -36,30 +37,20 @@ def seeded(fake: ComputeFake) -> ComputeFake:
     return fake
 
 
-def refs(*urls: str) -> list[compute_v1.InstanceReference]:
-    return [compute_v1.InstanceReference(instance=url) for url in urls]
+def membership(clients: Any, verb: str, urls: tuple[str, ...], group: str) -> compute_v1.Operation:
+    """instanceGroups.addInstances or removeInstances (`verb` "add" or "remove") of `urls`."""
+    call = getattr(clients.instance_groups, f"{verb}_instances_unary")
+    body = {"instances": [{"instance": url} for url in urls]}  # InstanceReference each
+    resource = {f"instance_groups_{verb}_instances_request_resource": body}
+    return call(project=P, zone=Z, instance_group=group, retry=None, **resource)
 
 
 def add(clients: Any, *urls: str, group: str = "ig") -> compute_v1.Operation:
-    request = compute_v1.InstanceGroupsAddInstancesRequest(instances=refs(*urls))
-    return clients.instance_groups.add_instances_unary(
-        project=P,
-        zone=Z,
-        instance_group=group,
-        instance_groups_add_instances_request_resource=request,
-        retry=None,
-    )
+    return membership(clients, "add", urls, group)
 
 
-def remove(clients: Any, *urls: str) -> compute_v1.Operation:
-    request = compute_v1.InstanceGroupsRemoveInstancesRequest(instances=refs(*urls))
-    return clients.instance_groups.remove_instances_unary(
-        project=P,
-        zone=Z,
-        instance_group="ig",
-        instance_groups_remove_instances_request_resource=request,
-        retry=None,
-    )
+def remove(clients: Any, *urls: str, group: str = "ig") -> compute_v1.Operation:
+    return membership(clients, "remove", urls, group)
 
 
 def listed(clients: Any, state: str = "ALL", **request: Any) -> list[tuple[str, str]]:
@@ -142,6 +133,24 @@ def test_add_and_remove_instances(clients: Any, seeded: ComputeFake) -> None:
     assert seeded.instance_groups(P, Z)["ig"]["size"] == 1
 
 
+def test_a_group_made_without_a_network_takes_its_first_members_network(
+    clients: Any, seeded: ComputeFake
+) -> None:
+    """test_add_and_remove_instances' group has its network from the fixture's seed; this one
+    has none until an instance joins, and then every other must be on that network."""
+    seeded.add_instance_group(P, Z, "fresh")
+    assert "network" not in seeded.instance_groups(P, Z)["fresh"]
+    with pytest.raises(gexc.BadRequest) as info:
+        add(clients, vm("elsewhere"), vm("n1"), group="fresh")
+    assert "network" in info.value.message
+    assert "network" not in seeded.instance_groups(P, Z)["fresh"]  # refused whole
+    add(clients, vm("elsewhere"), group="fresh")
+    other = f"{CANONICAL}projects/{P}/global/networks/other"
+    assert seeded.instance_groups(P, Z)["fresh"]["network"] == other
+    with pytest.raises(gexc.BadRequest):
+        add(clients, vm("n1"), group="fresh")
+
+
 def test_adding_a_member_again_is_member_already_exists(clients: Any, seeded: ComputeFake) -> None:
     with pytest.raises(gexc.BadRequest) as info:
         add(clients, vm("n2"), vm("n1"))
@@ -173,7 +182,7 @@ def test_membership_validation(
     words: str,
 ) -> None:
     with pytest.raises(exc_type) as info:
-        (add if verb == "add" else remove)(clients, url)
+        membership(clients, verb, (url,), "ig")
     assert info.value.errors[0]["reason"] == reason
     assert words in info.value.message
     assert seeded.instance_group_members(P, Z, "ig") == [vm("n1")]
@@ -190,14 +199,7 @@ def test_a_member_seeded_without_an_instance_can_be_removed(
     clients: Any, seeded: ComputeFake
 ) -> None:
     seeded.add_instance_group(P, Z, "bare", instances=[vm("unseeded")])
-    request = compute_v1.InstanceGroupsRemoveInstancesRequest(instances=refs(vm("unseeded")))
-    clients.instance_groups.remove_instances_unary(
-        project=P,
-        zone=Z,
-        instance_group="bare",
-        instance_groups_remove_instances_request_resource=request,
-        retry=None,
-    )
+    remove(clients, vm("unseeded"), group="bare")
     assert seeded.instance_group_members(P, Z, "bare") == []
 
 
@@ -245,10 +247,7 @@ def test_empty_group_lists_no_items(api: Any, fake: ComputeFake) -> None:
 
 def test_aggregated_list(clients: Any, api: Any, seeded: ComputeFake) -> None:
     seeded.add_instance_group(P, "europe-west1-b", "eu")
-    seen = {
-        scope: [g.name for g in scoped.instance_groups]
-        for scope, scoped in clients.instance_groups.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.instance_groups, "instance_groups")
     assert seen[f"zones/{Z}"] == ["ig"] and seen["zones/europe-west1-b"] == ["eu"]
     assert seen["zones/us-east1-b"] == []
     raw = api.call("GET", f"projects/{P}/aggregated/instanceGroups", params={"fields": "items"})

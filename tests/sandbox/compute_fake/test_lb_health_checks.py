@@ -10,6 +10,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeError, ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 
 P = "proj"
 R = "us-central1"
@@ -191,10 +192,7 @@ def test_list_and_aggregated_list(clients: Any, api: Any, fake: ComputeFake) -> 
     assert [c.name for c in listed] == ["g1", "g2"]
     regional = clients.region_health_checks.list(project=P, region=R, retry=None)
     assert [c.name for c in regional] == ["r1"]
-    seen = {
-        scope: [c.name for c in scoped.health_checks]
-        for scope, scoped in clients.health_checks.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.health_checks, "health_checks")
     assert seen["global"] == ["g1", "g2"]
     assert seen[f"regions/{R}"] == ["r1"] and seen["regions/europe-west1"] == ["e1"]
     assert seen["regions/us-east1"] == []

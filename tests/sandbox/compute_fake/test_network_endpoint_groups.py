@@ -10,6 +10,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 
 P = "proj"
 Z = "us-central1-a"
@@ -34,30 +35,22 @@ def endpoint(instance: str, ip: str = "") -> compute_v1.NetworkEndpoint:
     return compute_v1.NetworkEndpoint(instance=instance, ip_address=ip)
 
 
+def endpoints_call(
+    clients: Any, verb: str, endpoints: tuple[compute_v1.NetworkEndpoint, ...]
+) -> compute_v1.Operation:
+    """attachNetworkEndpoints or detachNetworkEndpoints (`verb` "attach" or "detach")."""
+    call = getattr(clients.network_endpoint_groups, f"{verb}_network_endpoints_unary")
+    body = {"network_endpoints": list(endpoints)}
+    resource = {f"network_endpoint_groups_{verb}_endpoints_request_resource": body}
+    return call(project=P, zone=Z, network_endpoint_group="neg", retry=None, **resource)
+
+
 def attach(clients: Any, *endpoints: compute_v1.NetworkEndpoint) -> compute_v1.Operation:
-    request = compute_v1.NetworkEndpointGroupsAttachEndpointsRequest(
-        network_endpoints=list(endpoints)
-    )
-    return clients.network_endpoint_groups.attach_network_endpoints_unary(
-        project=P,
-        zone=Z,
-        network_endpoint_group="neg",
-        network_endpoint_groups_attach_endpoints_request_resource=request,
-        retry=None,
-    )
+    return endpoints_call(clients, "attach", endpoints)
 
 
 def detach(clients: Any, *endpoints: compute_v1.NetworkEndpoint) -> compute_v1.Operation:
-    request = compute_v1.NetworkEndpointGroupsDetachEndpointsRequest(
-        network_endpoints=list(endpoints)
-    )
-    return clients.network_endpoint_groups.detach_network_endpoints_unary(
-        project=P,
-        zone=Z,
-        network_endpoint_group="neg",
-        network_endpoint_groups_detach_endpoints_request_resource=request,
-        retry=None,
-    )
+    return endpoints_call(clients, "detach", endpoints)
 
 
 def listed(clients: Any, **request: Any) -> list[tuple[str, str]]:
@@ -249,9 +242,6 @@ def test_list_network_endpoints_pages_and_refuses_what_is_not_modelled(
 
 def test_aggregated_list(clients: Any, seeded: ComputeFake) -> None:
     seeded.add_network_endpoint_group(P, "us-east1-b", "east")
-    seen = {
-        scope: [g.name for g in scoped.network_endpoint_groups]
-        for scope, scoped in clients.network_endpoint_groups.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.network_endpoint_groups, "network_endpoint_groups")
     assert seen[f"zones/{Z}"] == ["neg"] and seen["zones/us-east1-b"] == ["east"]
     assert seen["zones/europe-west1-c"] == []

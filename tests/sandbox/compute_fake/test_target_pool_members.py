@@ -32,30 +32,20 @@ def members(fake: ComputeFake) -> list[str]:
     return list(fake.target_pools(P, R)["pool"].get("instances", []))
 
 
+def membership(clients: Any, verb: str, refs: tuple[str, ...], pool: str) -> compute_v1.Operation:
+    """targetPools.addInstance or removeInstance (`verb` "add" or "remove") of `refs`."""
+    call = getattr(clients.target_pools, f"{verb}_instance_unary")
+    body = {"instances": [{"instance": ref} for ref in refs]}  # InstanceReference each
+    resource = {f"target_pools_{verb}_instance_request_resource": body}
+    return call(project=P, region=R, target_pool=pool, retry=None, **resource)
+
+
 def add(clients: Any, *refs: str, pool: str = "pool") -> compute_v1.Operation:
-    body = compute_v1.TargetPoolsAddInstanceRequest(
-        instances=[compute_v1.InstanceReference(instance=ref) for ref in refs]
-    )
-    return clients.target_pools.add_instance_unary(
-        project=P,
-        region=R,
-        target_pool=pool,
-        target_pools_add_instance_request_resource=body,
-        retry=None,
-    )
+    return membership(clients, "add", refs, pool)
 
 
 def remove(clients: Any, *refs: str, pool: str = "pool") -> compute_v1.Operation:
-    body = compute_v1.TargetPoolsRemoveInstanceRequest(
-        instances=[compute_v1.InstanceReference(instance=ref) for ref in refs]
-    )
-    return clients.target_pools.remove_instance_unary(
-        project=P,
-        region=R,
-        target_pool=pool,
-        target_pools_remove_instance_request_resource=body,
-        retry=None,
-    )
+    return membership(clients, "remove", refs, pool)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
 from lbhc.sandbox.compute_fake import ComputeFake
+from tests.sandbox.compute_fake.conftest import aggregated_names
 
 P = "proj"
 R = "us-central1"
@@ -254,10 +255,7 @@ def test_forwarding_rules(clients: Any, seeded: ComputeFake) -> None:
 
 def test_aggregated_list(clients: Any, seeded: ComputeFake) -> None:
     seeded.add_target_pool(P, "europe-west1", "eu-pool")
-    seen = {
-        scope: [p.name for p in scoped.target_pools]
-        for scope, scoped in clients.target_pools.aggregated_list(project=P, retry=None)
-    }
+    seen = aggregated_names(clients.target_pools, "target_pools")
     assert seen[f"regions/{R}"] == ["pool"]
     assert seen["regions/europe-west1"] == ["eu-pool"]
     assert seen["regions/us-east1"] == []  # a warning-only scope

@@ -34,11 +34,11 @@ import copy
 from typing import Any
 
 from .. import operations, urls
-from ..errors import invalid_value, required
+from ..errors import invalid_value
 from ..store import Store
-from ..validation import check_known_fields
-from . import common, instance_groups, network_endpoint_groups
-from .backend_services import KIND, forwarding_users
+from ..validation import required_ref
+from . import common, forwarding_rules, instance_groups, network_endpoint_groups
+from .backend_services import KIND
 from .common import Request, Response
 
 HEALTH_KIND = "compute#backendServiceGroupHealth"
@@ -77,10 +77,7 @@ def handle_get_health(req: Request) -> Response:
         operations.advance(store)
         name = req.params["backendService"]
         service = copy.deepcopy(common.require(store, KIND, project, req.scope, name))
-        check_known_fields(req.json, ("group",), "resource")
-        ref = req.json.get("group")
-        if not isinstance(ref, str) or not ref:
-            raise required("resource.group")
+        ref = required_ref(req.json, "group")
         parsed = urls.parse_ref(ref, project)
         backends = [b["group"] for b in service.get("backends", [])]
         if parsed is None or parsed.url not in backends:
@@ -89,7 +86,9 @@ def handle_get_health(req: Request) -> Response:
             store, _group_kind(parsed.collection), parsed.project, parsed.scope, parsed.name
         )
         listed = members(store, group)
-        rules = copy.deepcopy(forwarding_users(store, project, req.scope, service["selfLink"]))
+        rules = copy.deepcopy(
+            forwarding_rules.pointing_at(store, project, req.scope, service["selfLink"])
+        )
         fallback = dict(store.instance_health)
         source = store.health_source
     statuses: list[dict[str, Any]] = []

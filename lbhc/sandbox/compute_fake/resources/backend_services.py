@@ -34,10 +34,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import urls
-from ..errors import ComputeError, condition_not_met, in_use, invalid_value, not_found, required
+from ..errors import condition_not_met, invalid_value, not_found, required
 from ..store import Store, zone_region
 from ..validation import check_known_fields, check_name, opt_int, opt_str, str_list
-from . import aggregated, common, lb_health_checks, networks
+from . import aggregated, common, forwarding_rules, lb_health_checks, networks
 from .common import Kind, Request, Response
 
 KIND = Kind(
@@ -241,13 +241,6 @@ def seed(
     return service
 
 
-def forwarding_users(store: Store, project: str, scope: str, url: str) -> list[dict[str, Any]]:
-    """The forwarding rules of the region that point at the service, by name."""
-    rules = store.items("forwardingRules", project, scope)
-    found = (r for r in rules if r.get("backendService") == url)
-    return sorted(found, key=lambda r: str(r["name"]))
-
-
 def _name(req: Request) -> str:
     return req.params["backendService"]
 
@@ -295,18 +288,7 @@ def handle_patch(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _name(req)
-    store, project, scope = req.store, req.project, req.scope
-    path = urls.resource_path(project, scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        users = forwarding_users(store, project, scope, urls.CANONICAL_BASE + path)
-        if not users:
-            return None
-        user = urls.resource_path(project, scope, "forwardingRules", users[0]["name"])
-        return in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _name(req), forwarding_rules.rule_using)
 
 
 def handle_aggregated_list(req: Request) -> Response:

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import listing, operations, urls
-from ..errors import ComputeError, already_exists, invalid_value, not_found
+from ..errors import already_exists, in_use, invalid_value, not_found
 from ..store import Store
 
 Response = tuple[int, dict[str, Any]]
 Effect = Callable[[], None]
+# used_by(store, project, url): the path of a resource that refers to the one at `url`, if any
+# (what makes deleting it 400 resourceInUseByAnotherResource).
+UsedBy = Callable[[Store, str, str], str | None]
 
 # Output-only fields: the real API accepts them in request bodies and ignores them.
 OUTPUT_ONLY = frozenset({"kind", "id", "creationTimestamp", "selfLink", "selfLinkWithId"})
@@ -89,6 +92,23 @@ def list_collection(req: Request, kind: Kind) -> Response:
     }
     if page:
         body["items"] = copy.deepcopy(page)
+    if token:
+        body["nextPageToken"] = token
+    return 200, body
+
+
+def member_page(
+    kind: str,
+    items: list[dict[str, Any]],
+    params: listing.ListParams,
+    key: Callable[[dict[str, Any]], listing.SortKey],
+) -> Response:
+    """A page of a group's members (listInstances, listNetworkEndpoints): `kind`, `items` and
+    `nextPageToken`, nothing else."""
+    page, token = listing.paginate(items, params, key=key)
+    body: dict[str, Any] = {"kind": kind}
+    if page:
+        body["items"] = page
     if token:
         body["nextPageToken"] = token
     return 200, body
@@ -180,21 +200,37 @@ def replace(
     return submit(req, operation_type, current["selfLink"], current["id"], apply)
 
 
-def delete(
-    req: Request, kind: Kind, name: str, in_use: Callable[[], ComputeError | None] | None = None
-) -> Response:
+def first_user(
+    store: Store, project: str, collection: str, refers: Callable[[dict[str, Any]], bool]
+) -> str | None:
+    """Path of the first resource of `collection` in the project, any scope, for which
+    `refers(resource)` holds: by scope, then name, as a list would show them."""
+    users = sorted(
+        (scope, str(resource["name"]))
+        for scope, resource in store.scoped(collection, project)
+        if refers(resource)
+    )
+    return urls.resource_path(project, users[0][0], collection, users[0][1]) if users else None
+
+
+def delete(req: Request, kind: Kind, name: str, used_by: UsedBy | None = None) -> Response:
+    """Delete, refused 400 resourceInUseByAnotherResource while `used_by` names a user: at
+    once, or when the operation lands if the store's in_use_delete_mode is "operation"."""
     store, project, scope = req.store, req.project, req.scope
     current = require(store, kind, project, scope, name)
-    if in_use is not None and store.in_use_delete_mode == "http":
-        error = in_use()
-        if error is not None:
-            raise error
+    path = urls.resource_path(project, scope, kind.collection, name)
+
+    def check_unused() -> None:
+        user = used_by(store, project, urls.CANONICAL_BASE + path) if used_by else None
+        if user is not None:
+            raise in_use(kind.label, path, user)
+
+    if store.in_use_delete_mode == "http":
+        check_unused()
 
     def apply() -> None:
         require(store, kind, project, scope, name)
-        error = in_use() if in_use is not None else None
-        if error is not None:
-            raise error
+        check_unused()
         del store.bucket(kind.collection, project, scope)[name]
 
     return submit(req, "delete", current["selfLink"], current["id"], apply)

@@ -249,6 +249,21 @@ def seed(store: Store, project: str, region: str, name: str, spec: RuleSpec) -> 
     return rule
 
 
+def _points_at(rule: dict[str, Any], url: str) -> bool:
+    return url in (rule.get("target"), rule.get("backendService"))
+
+
+def pointing_at(store: Store, project: str, scope: str, url: str) -> list[dict[str, Any]]:
+    """The rules of a region whose target pool or backend service is `url`, by name."""
+    rules = store.items(KIND.collection, project, scope)
+    return sorted((r for r in rules if _points_at(r, url)), key=lambda r: str(r["name"]))
+
+
+def rule_using(store: Store, project: str, url: str) -> str | None:
+    """Path of the first rule pointing at a target pool or backend service (common.UsedBy)."""
+    return common.first_user(store, project, KIND.collection, lambda r: _points_at(r, url))
+
+
 def handle_get(req: Request) -> Response:
     return common.get(req, KIND, req.params["forwardingRule"])
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import urls
-from ..errors import ComputeError, in_use, invalid_value
+from ..errors import invalid_value
 from ..store import Store
 from ..validation import check_known_fields, check_name, opt_int, opt_str
 from . import common
@@ -34,14 +33,13 @@ KIND = Kind(
     ),
 )
 
-# Insert defaults of the real API.
-DEFAULTS: dict[str, Any] = {
-    "port": 80,
-    "requestPath": "/",
-    "checkIntervalSec": 5,
-    "timeoutSec": 5,
-    "healthyThreshold": 2,
-    "unhealthyThreshold": 2,
+# Intervals and thresholds, as both kinds of check take them (HttpHealthCheck and HealthCheck
+# in the discovery document): (default, lowest, highest).
+_TIMING = {
+    "checkIntervalSec": (5, 1, 300),
+    "timeoutSec": (5, 1, 300),
+    "healthyThreshold": (2, 1, 10),
+    "unhealthyThreshold": (2, 1, 10),
 }
 
 _USER_FIELDS = frozenset(KIND.fields - common.OUTPUT_ONLY - {"name"})
@@ -61,16 +59,19 @@ def build(body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     if not path.startswith("/"):
         raise invalid_value("resource.requestPath", path, "Must start with '/'.")
     out["requestPath"] = path
-    limits = {
-        "port": (1, 65535),
-        "checkIntervalSec": (1, 300),
-        "timeoutSec": (1, 300),
-        "healthyThreshold": (1, 10),
-        "unhealthyThreshold": (1, 10),
-    }
-    for key, (low, high) in limits.items():
-        value = opt_int(merged, key, f"resource.{key}", low, high)
-        out[key] = DEFAULTS[key] if value is None else value
+    port = opt_int(merged, "port", "resource.port", 1, 65535)
+    out["port"] = 80 if port is None else port
+    out.update(timing(merged))
+    return out
+
+
+def timing(body: dict[str, Any]) -> dict[str, int]:
+    """checkIntervalSec, timeoutSec and the thresholds of a check of either kind, defaulted
+    and in range; the timeout may not exceed the interval."""
+    out: dict[str, int] = {}
+    for key, (default, low, high) in _TIMING.items():
+        value = opt_int(body, key, f"resource.{key}", low, high)
+        out[key] = default if value is None else value
     if out["timeoutSec"] > out["checkIntervalSec"]:
         raise invalid_value(
             "resource.timeoutSec",
@@ -82,16 +83,9 @@ def build(body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
 
 def user_of(store: Store, project: str, check_url: str) -> str | None:
     """Path of the first target pool (any region) that references the check."""
-    for scope, pool in store.scoped("targetPools", project):
-        if check_url in pool.get("healthChecks", []):
-            return urls.resource_path(project, scope, "targetPools", pool["name"])
-    return None
-
-
-def _in_use_check(req: Request, name: str) -> ComputeError | None:
-    path = urls.resource_path(req.project, "global", KIND.collection, name)
-    user = user_of(req.store, req.project, urls.CANONICAL_BASE + path)
-    return None if user is None else in_use(KIND.label, path, user)
+    return common.first_user(
+        store, project, "targetPools", lambda pool: check_url in pool.get("healthChecks", [])
+    )
 
 
 def handle_get(req: Request) -> Response:
@@ -122,5 +116,4 @@ def handle_patch(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = req.params["httpHealthCheck"]
-    return common.delete(req, KIND, name, lambda: _in_use_check(req, name))
+    return common.delete(req, KIND, req.params["httpHealthCheck"], user_of)

@@ -29,9 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import urls
-from ..errors import ComputeError, invalid_value, not_found, required
+from ..errors import ComputeError, invalid_value, not_found
 from ..store import Store
-from ..validation import check_known_fields
+from ..validation import reference_list
 from . import common
 from .common import Request, Response
 from .instance_groups import KIND, instance_of, instance_ref, members, set_size
@@ -41,24 +41,9 @@ _NOT_A_MEMBER = "Instance is not a member of the instance group."
 
 def _refs(req: Request) -> list[tuple[str, str]]:
     """(field, canonical instance URL) of each entry of `instances`, duplicates dropped."""
-    body = req.json
-    check_known_fields(body, ("instances",), "resource")
-    entries = body.get("instances")
-    if not entries:
-        raise required("resource.instances")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.instances", entries, "Expected a list.")
     refs: dict[str, str] = {}
-    for i, entry in enumerate(entries):
-        where = f"resource.instances[{i}]"
-        if not isinstance(entry, dict):
-            raise invalid_value(where, entry, "Expected an object.")
-        check_known_fields(entry, ("instance",), where)
-        ref = entry.get("instance")
-        if not isinstance(ref, str) or not ref:
-            raise required(f"{where}.instance")
-        url = instance_ref(req.project, req.zone or "", ref, f"{where}.instance")
-        refs.setdefault(url, f"{where}.instance")
+    for field, ref in reference_list(req.json, "instances", "instance"):
+        refs.setdefault(instance_ref(req.project, req.zone or "", ref, field), field)
     return [(field, url) for url, field in refs.items()]
 
 
@@ -66,9 +51,11 @@ def _path(url: str) -> str:
     return url.removeprefix(urls.CANONICAL_BASE)
 
 
-def _check_add(store: Store, group: dict[str, Any], refs: list[tuple[str, str]]) -> None:
+def _check_add(store: Store, group: dict[str, Any], refs: list[tuple[str, str]]) -> str:
+    """Each instance can join the group; returns the group's network, which a group made
+    without one takes from the first instance added."""
     current = {m["instance"] for m in members(store, group)}
-    network = group.get("network")
+    network: str | None = group.get("network")
     for field, url in refs:
         if url in current:
             message = (
@@ -78,11 +65,13 @@ def _check_add(store: Store, group: dict[str, Any], refs: list[tuple[str, str]])
         vm = instance_of(store, url)
         if vm is None:
             raise not_found(_path(url))
-        vm_network = vm["networkInterfaces"][0]["network"]
+        vm_network = str(vm["networkInterfaces"][0]["network"])
         if network is not None and vm_network != network:
             why = f"Instance is in network '{vm_network}', the group in '{network}'."
             raise invalid_value(field, url, why)
         network = network or vm_network
+    assert network is not None  # refs is never empty
+    return network
 
 
 def _check_remove(store: Store, group: dict[str, Any], refs: list[tuple[str, str]]) -> None:
@@ -106,13 +95,8 @@ def handle_add_instances(req: Request) -> Response:
 
     def apply() -> None:
         live = _group(req)
-        _check_add(store, live, refs)
-        for _, url in refs:
-            members(store, live).append({"instance": url})
-            if "network" not in live:
-                vm = instance_of(store, url)
-                if vm is not None:
-                    live["network"] = vm["networkInterfaces"][0]["network"]
+        live["network"] = _check_add(store, live, refs)
+        members(store, live).extend({"instance": url} for _, url in refs)
         set_size(store, live)
 
     return common.submit(req, "addInstances", group["selfLink"], group["id"], apply)

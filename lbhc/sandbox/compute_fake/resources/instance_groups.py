@@ -27,7 +27,7 @@ import copy
 from typing import Any
 
 from .. import listing, urls
-from ..errors import ComputeError, in_use, invalid_value
+from ..errors import invalid_value
 from ..store import Store
 from ..validation import check_known_fields, check_name, opt_int, opt_str
 from . import aggregated, common, networks, target_pools
@@ -145,11 +145,13 @@ def seed(
 
 
 def backend_user(store: Store, project: str, group_url: str) -> str | None:
-    """Path of the first regional backend service (any region) with the group as a backend."""
-    for scope, service in store.scoped("backendServices", project):
-        if any(b.get("group") == group_url for b in service.get("backends", [])):
-            return urls.resource_path(project, scope, "backendServices", service["name"])
-    return None
+    """Path of the first regional backend service (any region) with the group (an instance
+    group or a NEG) as a backend."""
+
+    def refers(service: dict[str, Any]) -> bool:
+        return any(b.get("group") == group_url for b in service.get("backends", []))
+
+    return common.first_user(store, project, "backendServices", refers)
 
 
 def _name(req: Request) -> str:
@@ -170,14 +172,7 @@ def handle_insert(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _name(req)
-    path = urls.resource_path(req.project, req.scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        user = backend_user(req.store, req.project, urls.CANONICAL_BASE + path)
-        return None if user is None else in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _name(req), backend_user)
 
 
 def handle_aggregated_list(req: Request) -> Response:
@@ -186,7 +181,7 @@ def handle_aggregated_list(req: Request) -> Response:
 
 
 def check_member_listing(query: dict[str, str]) -> listing.ListParams:
-    """listing.parse, less what listInstances and listNetworkEndpoints do not support."""
+    """listing.parse, less what listInstances does not support."""
     if query.get("orderBy"):
         raise invalid_value("orderBy", query["orderBy"], "The orderBy parameter is not supported.")
     expression = query.get("filter", "")
@@ -214,10 +209,6 @@ def handle_list_instances(req: Request) -> Response:
         if group.get("namedPorts"):
             item["namedPorts"] = copy.deepcopy(group["namedPorts"])
         items.append(item)
-    page, token = listing.paginate(items, params, key=lambda item: (str(item["instance"]),))
-    body: dict[str, Any] = {"kind": LIST_INSTANCES_KIND}
-    if page:
-        body["items"] = page
-    if token:
-        body["nextPageToken"] = token
-    return 200, body
+    return common.member_page(
+        LIST_INSTANCES_KIND, items, params, lambda item: (str(item["instance"]),)
+    )

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import urls
-from ..errors import ComputeError, in_use, invalid_value, not_found, required
+from ..errors import invalid_value, not_found, required
 from ..store import Store
 from ..validation import check_known_fields, check_name, opt_int, opt_str
-from . import aggregated, common
+from . import aggregated, common, health_checks
 from .common import Kind, Request, Response
 
 
@@ -92,19 +92,6 @@ KIND = Kind(
 )
 AGGREGATED_KIND = "compute#healthChecksAggregatedList"
 
-# Defaults of the discovery document (HealthCheck: "The default value is ...").
-DEFAULTS: dict[str, int] = {
-    "checkIntervalSec": 5,
-    "timeoutSec": 5,
-    "healthyThreshold": 2,
-    "unhealthyThreshold": 2,
-}
-_LIMITS = {
-    "checkIntervalSec": (1, 300),
-    "timeoutSec": (1, 300),
-    "healthyThreshold": (1, 10),
-    "unhealthyThreshold": (1, 10),
-}
 _PORT_SPECS = frozenset({"USE_FIXED_PORT", "USE_SERVING_PORT", "USE_NAMED_PORT"})
 _PROXY_HEADERS = frozenset({"NONE", "PROXY_V1"})
 _USER_FIELDS = KIND.fields - common.OUTPUT_ONLY - {"name", "region"}
@@ -172,15 +159,7 @@ def build(body: dict[str, Any]) -> dict[str, Any]:
     description = opt_str(body, "description", "resource.description")
     if description:
         out["description"] = description
-    for key, (low, high) in _LIMITS.items():
-        value = opt_int(body, key, f"resource.{key}", low, high)
-        out[key] = DEFAULTS[key] if value is None else value
-    if out["timeoutSec"] > out["checkIntervalSec"]:
-        raise invalid_value(
-            "resource.timeoutSec",
-            out["timeoutSec"],
-            "Timeout sec must be less than or equal to check interval sec.",
-        )
+    out.update(health_checks.timing(body))  # the same rules as the legacy checks
     log = body.get("logConfig")
     if log is not None:
         if not isinstance(log, dict):
@@ -228,10 +207,9 @@ def resolve(store: Store, project: str, ref: str, field: str, region: str) -> st
 
 def user_of(store: Store, project: str, check_url: str) -> str | None:
     """Path of the first regional backend service (any region) that uses the check."""
-    for scope, service in store.scoped("backendServices", project):
-        if check_url in service.get("healthChecks", []):
-            return urls.resource_path(project, scope, "backendServices", service["name"])
-    return None
+    return common.first_user(
+        store, project, "backendServices", lambda s: check_url in s.get("healthChecks", [])
+    )
 
 
 def _name(req: Request) -> str:
@@ -267,14 +245,7 @@ def handle_patch(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _name(req)
-    path = urls.resource_path(req.project, req.scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        user = user_of(req.store, req.project, urls.CANONICAL_BASE + path)
-        return None if user is None else in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _name(req), user_of)
 
 
 def handle_aggregated_list(req: Request) -> Response:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import urls
-from ..errors import ComputeError, in_use, invalid_value, required
+from ..errors import invalid_value, required
 from ..store import Store, zone_region
 from ..validation import check_known_fields, check_name, opt_str
 from . import aggregated, common, instance_groups, networks
@@ -120,14 +120,7 @@ def handle_insert(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _name(req)
-    path = urls.resource_path(req.project, req.scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        user = instance_groups.backend_user(req.store, req.project, urls.CANONICAL_BASE + path)
-        return None if user is None else in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _name(req), instance_groups.backend_user)
 
 
 def handle_aggregated_list(req: Request) -> Response:

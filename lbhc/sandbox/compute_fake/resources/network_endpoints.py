@@ -29,7 +29,7 @@ from typing import Any
 from .. import listing, urls
 from ..errors import invalid_value, not_found, required
 from ..store import Store
-from ..validation import check_known_fields, check_name, opt_str
+from ..validation import check_known_fields, check_name, opt_str, required_list
 from . import common
 from .common import Request, Response
 from .network_endpoint_groups import KIND, MODELLED_TYPE, build, endpoints, require, set_size
@@ -52,6 +52,19 @@ def _instance_name(project: str, zone: str, ref: str, field: str) -> str:
     if parsed.scope != urls.zone_scope(zone) or parsed.project != project:
         raise invalid_value(field, ref, "Instance must be in the zone of the group.")
     return parsed.name
+
+
+def _zone(group: dict[str, Any]) -> str:
+    return str(group["zone"]).rsplit("/", 1)[1]
+
+
+def _instance(store: Store, project: str, group: dict[str, Any], name: str) -> dict[str, Any]:
+    """The seeded instance `name` in the group's zone; 404 naming it if there is none."""
+    scope = urls.zone_scope(_zone(group))
+    vm = store.get("instances", project, scope, name)
+    if vm is None:
+        raise not_found(urls.resource_path(project, scope, "instances", name))
+    return vm
 
 
 def parse(
@@ -78,8 +91,7 @@ def parse(
     ref = entry.get("instance")
     if not isinstance(ref, str) or not ref:
         raise required(f"{where}.instance")
-    zone = str(group["zone"]).rsplit("/", 1)[1]
-    name = _instance_name(project, zone, ref, f"{where}.instance")
+    name = _instance_name(project, _zone(group), ref, f"{where}.instance")
     ip = opt_str(entry, "ipAddress", f"{where}.ipAddress")
     if ip:
         try:
@@ -88,10 +100,7 @@ def parse(
             raise invalid_value(f"{where}.ipAddress", ip, "Must be an IPv4 address.") from None
     if not lookup:
         return {"instance": name, "ipAddress": ip} if ip else {"instance": name}
-    vm = store.get("instances", project, urls.zone_scope(zone), name)
-    if vm is None:
-        raise not_found(urls.resource_path(project, urls.zone_scope(zone), "instances", name))
-    nic = vm["networkInterfaces"][0]
+    nic = _instance(store, project, group, name)["networkInterfaces"][0]
     if nic["network"] != group["network"]:
         why = "Instance is not in the network of the network endpoint group."
         raise invalid_value(f"{where}.instance", ref, why)
@@ -99,17 +108,6 @@ def parse(
         why = "Must be the primary internal IP address of the instance."
         raise invalid_value(f"{where}.ipAddress", ip, why)
     return {"instance": name, "ipAddress": str(nic["networkIP"])}
-
-
-def _entries(req: Request) -> list[Any]:
-    body = req.json
-    check_known_fields(body, ("networkEndpoints",), "resource")
-    entries = body.get("networkEndpoints")
-    if not entries:
-        raise required("resource.networkEndpoints")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.networkEndpoints", entries, "Expected a list.")
-    return entries
 
 
 def _matches(attached: dict[str, Any], wanted: dict[str, str]) -> bool:
@@ -121,11 +119,8 @@ def _matches(attached: dict[str, Any], wanted: dict[str, str]) -> bool:
 
 def handle_attach_network_endpoints(req: Request) -> Response:
     store, group = req.store, require(req)
-    where = "resource.networkEndpoints"
-    wanted = [
-        parse(store, req.project, group, entry, f"{where}[{i}]")
-        for i, entry in enumerate(_entries(req))
-    ]
+    entries = required_list(req.json, "networkEndpoints")
+    wanted = [parse(store, req.project, group, entry, where) for where, entry in entries]
 
     def apply() -> None:
         live = require(req)
@@ -138,33 +133,29 @@ def handle_attach_network_endpoints(req: Request) -> Response:
     return common.submit(req, "attachNetworkEndpoints", group["selfLink"], group["id"], apply)
 
 
-def _check_attached(store: Store, group: dict[str, Any], wanted: list[dict[str, str]]) -> None:
+def _check_attached(
+    store: Store, project: str, group: dict[str, Any], wanted: list[dict[str, str]]
+) -> None:
     """Every endpoint is attached; else 404 for an instance that does not exist, 400 invalid
     for one that does."""
     listed = endpoints(store, group)
-    ref = urls.parse_ref(str(group["selfLink"]), "")
-    assert ref is not None  # a selfLink the fake made
     for i, endpoint in enumerate(wanted):
-        if any(_matches(attached, endpoint) for attached in listed):
-            continue
-        vm = urls.resource_path(ref.project, ref.scope, "instances", endpoint["instance"])
-        if store.get("instances", ref.project, ref.scope, endpoint["instance"]) is None:
-            raise not_found(vm)
-        raise invalid_value(f"resource.networkEndpoints[{i}]", endpoint, _NOT_ATTACHED)
+        if not any(_matches(attached, endpoint) for attached in listed):
+            _instance(store, project, group, endpoint["instance"])  # 404 if it does not exist
+            raise invalid_value(f"resource.networkEndpoints[{i}]", endpoint, _NOT_ATTACHED)
 
 
 def handle_detach_network_endpoints(req: Request) -> Response:
     store, group = req.store, require(req)
-    where = "resource.networkEndpoints"
+    entries = required_list(req.json, "networkEndpoints")
     wanted = [
-        parse(store, req.project, group, entry, f"{where}[{i}]", lookup=False)
-        for i, entry in enumerate(_entries(req))
+        parse(store, req.project, group, entry, where, lookup=False) for where, entry in entries
     ]
-    _check_attached(store, group, wanted)
+    _check_attached(store, req.project, group, wanted)
 
     def apply() -> None:
         live = require(req)
-        _check_attached(store, live, wanted)
+        _check_attached(store, req.project, live, wanted)
         kept = [e for e in endpoints(store, live) if not any(_matches(e, w) for w in wanted)]
         store.members[str(live["id"])] = kept
         set_size(store, live)
@@ -191,13 +182,7 @@ def handle_list_network_endpoints(req: Request) -> Response:
         endpoint = item["networkEndpoint"]
         return (str(endpoint["instance"]), str(endpoint["ipAddress"]))
 
-    page, token = listing.paginate(items, params, key=key)
-    body: dict[str, Any] = {"kind": LIST_KIND}
-    if page:
-        body["items"] = page
-    if token:
-        body["nextPageToken"] = token
-    return 200, body
+    return common.member_page(LIST_KIND, items, params, key)
 
 
 def seed(

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import invalid_value, required
-from ..store import Store
-from ..validation import check_known_fields
+from ..errors import invalid_value
+from ..validation import reference_list
 from . import common
 from .common import Request, Response
 from .target_pools import KIND, resolve_instance
@@ -34,24 +33,8 @@ _NOT_ATTACHED = "Instance is not currently attached to this target pool."
 
 def _instance_refs(req: Request) -> list[tuple[str, str]]:
     """(the reference as given, its canonical URL) for each entry of `instances`."""
-    body = req.json
-    check_known_fields(body, ("instances",), "resource")
-    entries = body.get("instances")
-    if not entries:
-        raise required("resource.instances")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.instances", entries, "Expected a list.")
-    refs: list[tuple[str, str]] = []
-    for i, entry in enumerate(entries):
-        where = f"resource.instances[{i}]"
-        if not isinstance(entry, dict):
-            raise invalid_value(where, entry, "Expected an object.")
-        check_known_fields(entry, ("instance",), where)
-        ref = entry.get("instance")
-        if not isinstance(ref, str) or not ref:
-            raise required(f"{where}.instance")
-        refs.append((ref, resolve_instance(req.project, ref, f"{where}.instance")))
-    return refs
+    refs = reference_list(req.json, "instances", "instance")
+    return [(ref, resolve_instance(req.project, ref, field)) for field, ref in refs]
 
 
 def _require_members(pool: dict[str, Any], refs: list[tuple[str, str]]) -> None:
@@ -61,17 +44,16 @@ def _require_members(pool: dict[str, Any], refs: list[tuple[str, str]]) -> None:
             raise invalid_value("resource.instance", ref, _NOT_ATTACHED)
 
 
-def _live(store: Store, req: Request, name: str) -> dict[str, Any]:
-    return common.require(store, KIND, req.project, req.scope, name)
+def _pool(req: Request) -> dict[str, Any]:
+    return common.require(req.store, KIND, req.project, req.scope, req.params["targetPool"])
 
 
 def handle_add_instance(req: Request) -> Response:
-    store, name = req.store, req.params["targetPool"]
-    pool = _live(store, req, name)
+    pool = _pool(req)
     added = list(dict.fromkeys(url for _, url in _instance_refs(req)))
 
     def apply() -> None:
-        live = _live(store, req, name)
+        live = _pool(req)
         current = list(live.get("instances", []))
         live["instances"] = current + [url for url in added if url not in current]
 
@@ -79,14 +61,13 @@ def handle_add_instance(req: Request) -> Response:
 
 
 def handle_remove_instance(req: Request) -> Response:
-    store, name = req.store, req.params["targetPool"]
-    pool = _live(store, req, name)
+    pool = _pool(req)
     refs = _instance_refs(req)
     _require_members(pool, refs)  # a synchronous 400, as GCE answered it
     removed = {url for _, url in refs}
 
     def apply() -> None:
-        live = _live(store, req, name)
+        live = _pool(req)
         _require_members(live, refs)  # removed meanwhile: the operation fails
         kept = [url for url in live.get("instances", []) if url not in removed]
         if kept:

@@ -25,10 +25,17 @@ import copy
 from typing import Any
 
 from .. import operations, urls
-from ..errors import ComputeError, in_use, invalid, invalid_value, not_found, required
+from ..errors import invalid, invalid_value, not_found
 from ..store import Store
-from ..validation import check_known_fields, check_name, opt_str, str_list
-from . import aggregated, common, health_checks
+from ..validation import (
+    check_known_fields,
+    check_name,
+    opt_str,
+    reference_list,
+    required_ref,
+    str_list,
+)
+from . import aggregated, common, forwarding_rules, health_checks
 from .common import Kind, Request, Response
 
 KIND = Kind(
@@ -144,36 +151,8 @@ def seed(
     return pool
 
 
-def _check_refs(req: Request) -> list[str]:
-    body = req.json
-    check_known_fields(body, ("healthChecks",), "resource")
-    entries = body.get("healthChecks")
-    if not entries:
-        raise required("resource.healthChecks")
-    if not isinstance(entries, list):
-        raise invalid_value("resource.healthChecks", entries, "Expected a list.")
-    refs: list[str] = []
-    for i, entry in enumerate(entries):
-        where = f"resource.healthChecks[{i}]"
-        if not isinstance(entry, dict):
-            raise invalid_value(where, entry, "Expected an object.")
-        check_known_fields(entry, ("healthCheck",), where)
-        ref = entry.get("healthCheck")
-        if not isinstance(ref, str) or not ref:
-            raise required(f"{where}.healthCheck")
-        refs.append(ref)
-    return refs
-
-
 def _pool_name(req: Request) -> str:
     return req.params["targetPool"]
-
-
-def _forwarding_users(
-    store: Store, project: str, scope: str, pool_url: str
-) -> list[dict[str, Any]]:
-    rules = store.items("forwardingRules", project, scope)
-    return sorted((r for r in rules if r.get("target") == pool_url), key=lambda r: str(r["name"]))
 
 
 def handle_get(req: Request) -> Response:
@@ -190,30 +169,20 @@ def handle_insert(req: Request) -> Response:
 
 
 def handle_delete(req: Request) -> Response:
-    name = _pool_name(req)
-    store, project, scope = req.store, req.project, req.scope
-    path = urls.resource_path(project, scope, KIND.collection, name)
-
-    def used() -> ComputeError | None:
-        users = _forwarding_users(store, project, scope, urls.CANONICAL_BASE + path)
-        if not users:
-            return None
-        user = urls.resource_path(project, scope, "forwardingRules", users[0]["name"])
-        return in_use(KIND.label, path, user)
-
-    return common.delete(req, KIND, name, used)
+    return common.delete(req, KIND, _pool_name(req), forwarding_rules.rule_using)
 
 
 def handle_add_health_check(req: Request) -> Response:
     store, project, scope, name = req.store, req.project, req.scope, _pool_name(req)
     pool = common.require(store, KIND, project, scope, name)
-    refs = _check_refs(req)
+    refs = reference_list(req.json, "healthChecks", "healthCheck")
     if len(refs) > 1:
         raise invalid_value("resource.healthChecks", len(refs), _ONE_CHECK)
-    url = resolve_check(store, project, refs[0], "resource.healthChecks[0].healthCheck")
+    [(field, ref)] = refs
+    url = resolve_check(store, project, ref, field)
     current = pool.get("healthChecks", [])
     if current and url not in current:
-        raise invalid_value("resource.healthChecks[0].healthCheck", refs[0], _ONE_CHECK)
+        raise invalid_value(field, ref, _ONE_CHECK)
 
     def apply() -> None:
         live = common.require(store, KIND, project, scope, name)
@@ -222,12 +191,7 @@ def handle_add_health_check(req: Request) -> Response:
             return  # already attached: DONE without change
         if attached:
             raise invalid(_ONE_CHECK)
-        check = urls.parse_ref(url, project)
-        if (
-            check is None
-            or store.get(check.collection, check.project, "global", check.name) is None
-        ):
-            raise not_found(url.removeprefix(urls.CANONICAL_BASE))
+        resolve_check(store, project, url, field)  # deleted meanwhile: 404
         live["healthChecks"] = [url]
 
     return common.submit(req, "addHealthCheck", pool["selfLink"], pool["id"], apply)
@@ -237,11 +201,10 @@ def handle_remove_health_check(req: Request) -> Response:
     store, project, scope, name = req.store, req.project, req.scope, _pool_name(req)
     pool = common.require(store, KIND, project, scope, name)
     removed: set[str] = set()
-    for i, ref in enumerate(_check_refs(req)):
+    for field, ref in reference_list(req.json, "healthChecks", "healthCheck"):
         parsed = urls.parse_ref(ref, project)
         if parsed is None:
-            where = f"resource.healthChecks[{i}].healthCheck"
-            raise invalid_value(where, ref, "Must be a health check URL.")
+            raise invalid_value(field, ref, "Must be a health check URL.")
         removed.add(parsed.url)
 
     def apply() -> None:
@@ -261,14 +224,13 @@ def handle_get_health(req: Request) -> Response:
     with store.lock:
         operations.advance(store)
         pool = copy.deepcopy(common.require(store, KIND, req.project, req.scope, _pool_name(req)))
-        check_known_fields(req.json, ("instance",), "resource")
-        ref = req.json.get("instance")
-        if not isinstance(ref, str) or not ref:
-            raise required("resource.instance")
+        ref = required_ref(req.json, "instance")
         instance = resolve_instance(req.project, ref, "resource.instance")
         if instance not in pool.get("instances", []):
             raise invalid_value("resource.instance", ref, "Instance is not in the target pool.")
-        rules = copy.deepcopy(_forwarding_users(store, req.project, req.scope, pool["selfLink"]))
+        rules = copy.deepcopy(
+            forwarding_rules.pointing_at(store, req.project, req.scope, pool["selfLink"])
+        )
         fallback = store.instance_health.get(instance)
         source = store.health_source
     statuses: list[dict[str, Any]] = []
