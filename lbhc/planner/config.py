@@ -9,6 +9,9 @@ from enum import StrEnum
 # LB types only, so it is deliberately absent (Google Cloud, "Health check firewall rules"
 # for target-pool network load balancers: cloud.google.com/load-balancing/docs/health-checks).
 HEALTH_CHECKER_RANGES = ("35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22")
+# And for internal passthrough load balancers (the same page): what probes an internal backend
+# service's check, so what the firewall must admit for it to drain anything.
+INTERNAL_HEALTH_CHECKER_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
 
 
 Selector = tuple[tuple[str, str], ...]  # equality requirements, all of which must hold

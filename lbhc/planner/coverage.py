@@ -87,7 +87,17 @@ def probes_kube_proxy_healthz(check: ProbedPath, config: PlannerConfig) -> bool:
 CLOUD_PROVIDER_DRAIN_BOUND_SEC = 8 * (3 + 1)
 
 
-def drain_bound_seconds(check: HttpHealthCheck) -> int:
+class CheckTimings(Protocol):
+    """How often a check probes, and how many failures make an instance UNHEALTHY."""
+
+    @property
+    def check_interval_sec(self) -> int: ...
+
+    @property
+    def unhealthy_threshold(self) -> int: ...
+
+
+def drain_bound_seconds(check: CheckTimings) -> int:
     """Worst case from a node being marked until the check calls it unhealthy: the probe just
     before the mark passed, then `unhealthyThreshold` failures one interval apart."""
     return check.check_interval_sec * (check.unhealthy_threshold + 1)

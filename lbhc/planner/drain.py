@@ -1,33 +1,28 @@
-"""Per node: are the load balancers draining it? Judged from the check each target pool holding
-the node really carries, whoever owns it: only a check on kube-proxy's /healthz fails for a
-node being deleted, and only on kube-proxy 1.30+ (kubernetes pkg/proxy/healthcheck).
+"""Per node: are the load balancers draining it? Judged from the check each load balancer
+holding the node really carries, whoever owns it (target pools, and backend-service load
+balancers, which lbhc only reads): only a check on kube-proxy's /healthz fails for a node being
+deleted, and only on kube-proxy 1.30+ (kubernetes pkg/proxy/healthcheck). A load balancer that
+already took the node out of its backends sends it no new connections either.
 
 Pool membership is not listed (a pool lists every node; at 5,000 nodes that is most of the
 bytes): as the cloud provider's service controller puts them there, every node not labelled
 out of load balancers (k8s.io/cloud-provider controllers/service nodeIncludedPredicate) is
 taken to be in every target pool of this cluster's LoadBalancer Services. For a node marked
-for deletion, what GCE showed of it replaces that derivation (planner/drain_evidence)."""
+for deletion, what GCE showed of it replaces that derivation (planner/drain_evidence), and
+backend services' membership comes from their instance groups or ingress-gce's node selection
+(planner/backend_drain)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from lbhc.model.cluster import Node
 from lbhc.planner.capabilities import KubeProxyFacts
-from lbhc.planner.claims import PoolClaim
-from lbhc.planner.config import PlannerConfig
-from lbhc.planner.coverage import (
-    CLOUD_PROVIDER_DRAIN_BOUND_SEC,
-    Coverage,
-    PoolCoverage,
-    describe_check,
-    drain_bound_seconds,
-    probes_kube_proxy_healthz,
-)
+from lbhc.planner.lb_views import NEVER_DRAIN, LbDrainView, LbRemoval, PoolDrainKind
 from lbhc.planner.listing import first_few
 from lbhc.planner.nodes import (
     GKE_DRAIN_OPERATION,
@@ -37,7 +32,6 @@ from lbhc.planner.nodes import (
     is_excluded_from_load_balancers,
     is_gke_drain_labelled,
 )
-from lbhc.planner.pool_reach import PoolReach
 from lbhc.planner.versions import VersionSource
 
 _MAX_POOLS_IN_REASON = 3
@@ -45,106 +39,17 @@ _MAX_POOLS_IN_REASON = 3
 
 class DrainState(StrEnum):
     SERVING = "serving"
-    DRAINING = "draining"  # every pool holding it stops sending it new connections
-    # Some pools do, others keep sending: a pool without such a check, or a Local pool while
-    # the node still has ready endpoints of its Service (those go as its Pods are evicted).
+    # Every load balancer holding it stops sending it new connections (or took it out).
+    DRAINING = "draining"
+    # Some do, others keep sending: one without such a check, or a Local one while the node
+    # still has ready endpoints of its Service (those go as its Pods are evicted).
     PARTIALLY_DRAINING = "partially-draining"
-    # Marked for deletion, yet no pool will take it out; or labelled for a GKE drain, which
-    # no pool follows at all.
+    # Marked for deletion, yet no load balancer will take it out; or labelled for a GKE
+    # drain, which no target pool follows.
     NOT_DRAINING = "not-draining"
-    NOT_APPLICABLE = "not-applicable"  # marked, but in no target pool: nothing to drain
+    NOT_APPLICABLE = "not-applicable"  # marked, but in no load balancer: nothing to drain
     EXCLUDED = "excluded"
     UNKNOWN = "unknown"
-
-
-class PoolDrainKind(StrEnum):
-    HEALTHZ = "healthz"  # a check on kube-proxy's /healthz: drains if kube-proxy fails it
-    LOCAL = "local"  # a per-Service check: drains once the node has no ready endpoints
-    NO_CHECK = "no-check"
-    OTHER = "other"  # probes something that does not follow node deletion
-    # A kube-proxy /healthz check whose probes the firewall drops: every instance reads
-    # UNHEALTHY and the pool fails open, sending new connections to every node.
-    PROBE_BLOCKED = "probe-blocked"
-    # A kube-proxy /healthz check GCE calls every sampled serving node UNHEALTHY on, for
-    # longer than its drain bound: the pool fails open (planner/pool_classes).
-    FAILING_OPEN = "failing-open"
-
-
-_NEVER_DRAIN = frozenset(
-    {
-        PoolDrainKind.NO_CHECK,
-        PoolDrainKind.OTHER,
-        PoolDrainKind.PROBE_BLOCKED,
-        PoolDrainKind.FAILING_OPEN,
-    }
-)
-
-
-@dataclass(frozen=True, slots=True)
-class PoolDrainView:
-    """One target pool as a node being deleted meets it."""
-
-    pool: str
-    service: str
-    kind: PoolDrainKind
-    check: str = ""  # what it carries, for humans
-    bound_seconds: int | None = None  # with HEALTHZ: interval x (unhealthy threshold + 1)
-    blocked: str = ""  # with PROBE_BLOCKED: what the firewall does with its probes
-    reach: str = ""  # what the firewall does with its probes (pool_reach.Reach), "" if unjudged
-    failing_open: str = ""  # with FAILING_OPEN: what GCE's getHealth showed
-
-    def why_not(self) -> str:
-        """Why this pool keeps sending the node new connections (not for HEALTHZ)."""
-        if self.kind is PoolDrainKind.NO_CHECK:
-            return "no health check"
-        if self.kind is PoolDrainKind.PROBE_BLOCKED:
-            return f"{self.check}: {self.blocked}, so it fails open"
-        if self.kind is PoolDrainKind.FAILING_OPEN:
-            return f"{self.check}: {self.failing_open}, so it fails open"
-        if self.kind is PoolDrainKind.LOCAL:
-            return "externalTrafficPolicy Local: drains it only once it has no ready endpoints"
-        return f"{self.check} does not follow node deletion"
-
-
-def pool_drain_views(
-    pool_claims: Mapping[str, PoolClaim],
-    coverage: Mapping[str, PoolCoverage],
-    config: PlannerConfig,
-    reach: Mapping[str, PoolReach] | None = None,
-) -> tuple[PoolDrainView, ...]:
-    """Every pool of this cluster's Services, eligible for lbhc or not: a node is in all.
-    `reach`: what the firewall does with each pool's probes (planner/pool_reach)."""
-    views = []
-    reach = reach or {}
-    for name in sorted(pool_claims):
-        probes = reach.get(name)
-        view = _pool_drain_view(name, pool_claims[name].service.key, coverage[name], probes, config)
-        views.append(replace(view, reach=probes.reach.value) if probes is not None else view)
-    return tuple(views)
-
-
-def _pool_drain_view(
-    name: str,
-    service: str,
-    cover: PoolCoverage,
-    probes: PoolReach | None,
-    config: PlannerConfig,
-) -> PoolDrainView:
-    if probes is not None and probes.blocked and cover.kind is not Coverage.LOCAL:
-        return PoolDrainView(
-            name, service, PoolDrainKind.PROBE_BLOCKED, cover.check_name, blocked=probes.explain()
-        )
-    if cover.kind is Coverage.LOCAL:
-        return PoolDrainView(name, service, PoolDrainKind.LOCAL, cover.check_name)
-    if cover.kind is Coverage.NONE:
-        return PoolDrainView(name, service, PoolDrainKind.NO_CHECK)
-    if cover.check is not None and probes_kube_proxy_healthz(cover.check, config):
-        bound = drain_bound_seconds(cover.check)
-        return PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
-    if cover.kind is Coverage.CLOUD_PROVIDER:  # by name; its check could not be read
-        bound = CLOUD_PROVIDER_DRAIN_BOUND_SEC
-        return PoolDrainView(name, service, PoolDrainKind.HEALTHZ, cover.check_name, bound)
-    return PoolDrainView(name, service, PoolDrainKind.OTHER, describe_check(cover))
 
 
 @dataclass(frozen=True)
@@ -152,20 +57,22 @@ class NodeDrain:
     state: DrainState
     reason: str
     marked_at: str = ""  # RFC 3339, when the node was marked for deletion ("" if unknown)
-    # Worst case from the mark to UNHEALTHY in every pool that drains it (its checks' own
-    # interval and thresholds); None when no pool drains it.
+    # Worst case from the mark to UNHEALTHY in every load balancer that drains it (its
+    # checks' own interval and thresholds); None when none drains it by its check.
     bound_seconds: int | None = None
-    not_draining: tuple[PoolDrainView, ...] = ()  # the pools that keep sending it traffic
+    not_draining: tuple[LbDrainView, ...] = ()  # those that keep sending it traffic
     # False for a node only labelled for a GKE drain (or not marked at all): it has no drain
     # window to time, whatever its state.
     marked_for_deletion: bool = False
     # UNKNOWN only because kube-proxy is replaced by this (a DaemonSet's name): one
     # cluster-level alert says so, not one per node.
     replaced_by: str = ""
-    # Checked against GCE (planner/drain_evidence): True when every pool holding it was read
-    # and the reads bear the verdict out; `evidence` says what was seen, or why not verified.
+    # Checked against GCE (planner/drain_evidence): True when every load balancer holding it
+    # was read and the reads bear the verdict out; `evidence` says what was seen, or why not.
     verified: bool = False
     evidence: str = ""
+    # Load balancers that already took it out of their backends (read or derived).
+    taken_out: tuple[LbRemoval, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,10 +83,8 @@ class NodeDrain:
             "boundSeconds": self.bound_seconds,
             "verified": self.verified,
             "evidence": self.evidence,
-            "poolsNotDraining": [
-                {"targetPool": p.pool, "service": p.service, "why": p.why_not()}
-                for p in self.not_draining
-            ],
+            "poolsNotDraining": [p.to_json() for p in self.not_draining],
+            "takenOutBy": [r.to_json() for r in self.taken_out],
         }
 
 
@@ -210,17 +115,22 @@ def marked_at(node: Node) -> str:
 
 
 def node_drain(
-    node: Node, facts: KubeProxyFacts, pools: Sequence[PoolDrainView] | None
+    node: Node,
+    facts: KubeProxyFacts,
+    pools: Sequence[LbDrainView] | None,
+    taken_out: Sequence[LbRemoval] = (),
 ) -> NodeDrain:
-    """`pools`: every target pool of this cluster (pool_drain_views); None when they could
-    not be read, so nothing can be said about a marked node."""
+    """`pools`: every load balancer taken to hold the node (pool_drain_views, and backend
+    services' from planner/backend_drain); None when the target pools could not be read, so
+    nothing can be said about a marked node. `taken_out`: those that already took it out."""
     if is_excluded_from_load_balancers(node):
         return NodeDrain(DrainState.EXCLUDED, "labelled exclude-from-external-load-balancers")
     if not is_being_deleted(node):
         if is_gke_drain_labelled(node):
-            return gke_drain(pools)
+            return gke_drain(pools, taken_out)
         return NodeDrain(DrainState.SERVING, "not marked for deletion")
     since = marked_at(node)
+    out = tuple(taken_out)
     if pools is None:
         return NodeDrain(
             DrainState.UNKNOWN,
@@ -228,14 +138,16 @@ def node_drain(
             "what they carry is unknown",
             since,
             marked_for_deletion=True,
+            taken_out=out,
         )
     if not pools:
         return NodeDrain(
             DrainState.NOT_APPLICABLE,
-            "marked for deletion; it is in no target pool, so no network load balancer has "
-            "connections to drain from it",
+            f"marked for deletion; {_in_none(out)}, so no load balancer has connections to "
+            "drain from it",
             since,
             marked_for_deletion=True,
+            taken_out=out,
         )
     replaced = facts.source is VersionSource.REPLACEMENT
     version = (
@@ -256,92 +168,116 @@ def node_drain(
             since,
             marked_for_deletion=True,
             replaced_by=facts.replacement,
+            taken_out=out,
         )
     elif replaced and facts.drain_reason:
         how = f"{how} ({facts.drain_reason})"
     too_old = bool(healthz) and caps.serves_healthz is not False and not caps.drains_when_deleted
     draining = [] if too_old else healthz
-    # Pools that will not take it out; Local pools do, but only as its endpoints go.
-    stuck = [p for p in pools if p.kind in _NEVER_DRAIN]
+    # Those that will not take it out; Local ones do, but only as its endpoints go.
+    stuck = [p for p in pools if p.kind in NEVER_DRAIN]
     stuck += healthz if too_old else []
     local = [p for p in pools if p.kind is PoolDrainKind.LOCAL]
     bound = max((p.bound_seconds or 0 for p in draining), default=0) or None
+    also = f"; {_out_of(out)}" if out else ""
     if not stuck and not local:
         return NodeDrain(
             DrainState.DRAINING,
-            f"marked for deletion and {how}: every target pool holding it drains it",
+            f"marked for deletion and {how}: every load balancer holding it drains it{also}",
             since,
             bound,
             marked_for_deletion=True,
+            taken_out=out,
         )
-    # Local pools do not make up for a pool that never drains it: only they (with no other)
+    # Local ones do not make up for one that never drains it: only they (with no other)
     # leave it partially drained rather than not at all.
-    if too_old or (stuck and not draining):
+    if too_old or (stuck and not draining and not out):
         why = (
             f"{version} does not fail /healthz for it: {facts.drain_reason}"
             if too_old and replaced
             else f"{version} is too old to fail /healthz for it"
             if too_old
-            else f"no target pool holding it can drain it ({_listed(stuck)})"
+            else f"no load balancer holding it can drain it ({_listed(stuck)})"
         )
         return NodeDrain(
             DrainState.NOT_DRAINING,
             f"marked for deletion, but {why}: the load balancers keep sending it new "
-            "connections until it is gone",
+            f"connections until it is gone{also}",
             since,
             not_draining=(*stuck, *local),
             marked_for_deletion=True,
+            taken_out=out,
         )
     others = (*stuck, *local)
     drained_by = (
-        f"{how}, so {len(draining)} pool(s) drain it" if draining else "no pool drains it by itself"
+        f"{how}, so {len(draining)} load balancer(s) drain it"
+        if draining
+        else "none still holding it drains it by itself"
     )
     return NodeDrain(
         DrainState.PARTIALLY_DRAINING,
-        f"marked for deletion; {drained_by}; {len(others)} do not (yet): {_listed(others)}",
+        f"marked for deletion; {drained_by}{also}; {len(others)} do not (yet): {_listed(others)}",
         since,
         bound,
         others,
         marked_for_deletion=True,
+        taken_out=out,
     )
 
 
-def gke_drain(pools: Sequence[PoolDrainView] | None) -> NodeDrain:
+def gke_drain(
+    pools: Sequence[LbDrainView] | None, taken_out: Sequence[LbRemoval] = ()
+) -> NodeDrain:
     """A node GKE labelled for draining and nothing marked for deletion: the label makes
     neither kube-proxy fail /healthz nor the service controller take it out of the pools
-    (see is_gke_drain_labelled), so every pool holding it, whatever check it carries, keeps
-    sending it new connections until it is tainted or deleted (a Local pool, once the
-    drain has evicted its endpoints)."""
+    (see is_gke_drain_labelled), so every load balancer still holding it, whatever check it
+    carries, keeps sending it new connections until it is tainted or deleted (a Local one,
+    once the drain has evicted its endpoints). ingress-gce's do take it out (`taken_out`)."""
     label = f"labelled {GKE_OPERATION_LABEL}={GKE_DRAIN_OPERATION}: GKE is about to drain it"
+    out = tuple(taken_out)
     if pools is None:
         return NodeDrain(
             DrainState.UNKNOWN,
             f"{label}; the target pools could not be read, so whether any holds it (and keeps "
             "sending it new connections, since none follows that label) is unknown",
+            taken_out=out,
         )
     if not pools:
         return NodeDrain(
             DrainState.NOT_APPLICABLE,
-            f"{label}; it is in no target pool, so no network load balancer has connections "
-            "to drain from it",
+            f"{label}; {_in_none(out)}, so no load balancer has connections to drain from it",
+            taken_out=out,
         )
-    # A Local pool drains it as its endpoints go, which GKE's drain evicts; no other does.
+    also = f"; {_out_of(out)}" if out else ""
+    # A Local one drains it as its endpoints go, which GKE's drain evicts; no other does.
     local = tuple(p for p in pools if p.kind is PoolDrainKind.LOCAL)
     if len(local) == len(pools):
         return NodeDrain(
             DrainState.PARTIALLY_DRAINING,
-            f"{label}; only externalTrafficPolicy Local pools hold it, and they stop sending "
-            "it new connections only once it has no ready endpoints of their Services",
+            f"{label}; only externalTrafficPolicy Local load balancers hold it, and they stop "
+            f"sending it new connections only once it has no ready endpoints of their "
+            f"Services{also}",
             not_draining=local,
+            taken_out=out,
         )
     return NodeDrain(
         DrainState.NOT_DRAINING,
         f"{label}, but kube-proxy and target pools ignore that label: "
-        f"{len(pools) - len(local)} target pool(s) holding it keep sending it new connections "
-        f"until it is tainted {TO_BE_DELETED_TAINT} or deleted",
+        f"{len(pools) - len(local)} load balancer(s) holding it keep sending it new "
+        f"connections until it is tainted {TO_BE_DELETED_TAINT} or deleted{also}",
+        taken_out=out,
     )
 
 
-def _listed(pools: Sequence[PoolDrainView]) -> str:
-    described = [f"{p.pool} (Service {p.service}: {p.why_not()})" for p in pools]
-    return first_few(described, _MAX_POOLS_IN_REASON, "; ")
+def _in_none(taken_out: tuple[LbRemoval, ...]) -> str:
+    if not taken_out:
+        return "it is in no load balancer"
+    return f"no load balancer holds it any more: {_out_of(taken_out)}"
+
+
+def _out_of(taken_out: Sequence[LbRemoval]) -> str:
+    return first_few([r.describe() for r in taken_out], _MAX_POOLS_IN_REASON, "; ")
+
+
+def _listed(pools: Sequence[LbDrainView]) -> str:
+    return first_few([p.describe() for p in pools], _MAX_POOLS_IN_REASON, "; ")

@@ -18,17 +18,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
-from lbhc.planner.drain import DrainState, NodeDrain, PoolDrainKind, PoolDrainView
+from lbhc.planner.backend_drain import BackendMembership
+from lbhc.planner.drain import DrainState, NodeDrain
 from lbhc.planner.firewall_reach import Reach
+from lbhc.planner.lb_views import LbDrainView, PoolDrainKind
 from lbhc.planner.listing import first_few
 from lbhc.planner.pool_classes import ClassHealth, ClassVerdict, PoolClass
 
 _WORKING = frozenset({ClassHealth.HEALTHY, ClassHealth.DEGRADED})
+NO_BACKENDS = BackendMembership((), ())
 
 
 @dataclass(frozen=True)
 class Membership:
-    held: tuple[PoolDrainView, ...]  # pools taken to hold the node (read or derived)
+    held: tuple[LbDrainView, ...]  # pools taken to hold the node (read or derived)
     cut: tuple[HealthReading, ...]  # GCE shows it out of these pools (and their classes)
 
 
@@ -41,7 +44,7 @@ def newest_reading(
 
 def membership(
     node: str,
-    views: Sequence[PoolDrainView],
+    views: Sequence[LbDrainView],
     classes: Sequence[PoolClass],
     view: LbHealthView,
     max_age: float,
@@ -53,7 +56,7 @@ def membership(
         if reading is not None and reading.state is InstanceHealth.NOT_MEMBER:
             out.update(pool_class.pools)
             cut.append(reading)
-    return Membership(tuple(v for v in views if v.pool not in out), tuple(cut))
+    return Membership(tuple(v for v in views if v.name not in out), tuple(cut))
 
 
 def verify_drain(
@@ -64,25 +67,39 @@ def verify_drain(
     verdicts: Sequence[ClassVerdict],
     view: LbHealthView,
     max_age: float,
+    backends: BackendMembership = NO_BACKENDS,
 ) -> NodeDrain:
-    """The verdict with what GCE showed of the marked node, and whether that verifies it."""
+    """The verdict with what GCE showed of the marked node, and whether that verifies it.
+    Backend services are not asked (their getHealth is not read yet): one still holding the
+    node, or one whose membership is derived, leaves the verdict unverified, saying so."""
     if not drain.marked_for_deletion or drain.state is DrainState.UNKNOWN:
         return drain
-    if drain.state is DrainState.NOT_APPLICABLE and held.cut:
-        pools = first_few([r.pool for r in held.cut], 3)
-        return replace(
-            drain,
-            reason=(
-                "marked for deletion; GCE's getHealth and the pools' instance lists show it out "
-                f"of every target pool that held it ({pools}): the service controller took it "
-                "out, so no network load balancer sends it new connections"
-            ),
-            verified=True,
-            evidence="membership read from GCE",
-        )
+    unread = [f"backend service {v.name} not read by getHealth" for v in backends.held]
+    unread += [
+        f"membership of {r.view.lb.value} {r.view.name} derived"
+        for r in backends.taken_out
+        if r.derived
+    ]
+    if drain.state is DrainState.NOT_APPLICABLE and (held.cut or backends.taken_out):
+        seen = "membership read from GCE"
+        if held.cut:
+            pools = first_few([r.pool for r in held.cut], 3)
+            out = "; ".join(r.describe() for r in backends.taken_out)
+            drain = replace(
+                drain,
+                reason=(
+                    "marked for deletion; GCE's getHealth and the pools' instance lists show it "
+                    f"out of every target pool that held it ({pools}): the service controller "
+                    "took it out, so no network load balancer sends it new connections"
+                    + (f"; {out}" if out else "")
+                ),
+            )
+        if unread:
+            return replace(drain, evidence=f"not verified ({first_few(unread, 2, '; ')})")
+        return replace(drain, verified=True, evidence=seen)
     if view.off:
         return replace(drain, evidence=f"not verified: {view.off}")
-    held_pools = {v.pool for v in held.held}
+    held_pools = {v.name for v in held.held}
     health = {v.pool_class: v.health for v in verdicts}
     lines: list[str] = []
     missing: list[str] = []
@@ -100,6 +117,7 @@ def verify_drain(
             missing.append(f"probe reach of {reading.pool} is {pool_class.reach or 'unjudged'}")
         elif health.get(pool_class) not in _WORKING:
             missing.append(f"{pool_class.describe()} is {health.get(pool_class, 'unjudged')}")
+    missing += unread
     seen = "GCE's getHealth: " + first_few(lines, 3, "; ") if lines else ""
     if missing:
         why = first_few(missing, 2, "; ")

@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
 from lbhc.planner.coverage import CLOUD_PROVIDER_DRAIN_BOUND_SEC
-from lbhc.planner.drain import PoolDrainKind, PoolDrainView
+from lbhc.planner.lb_views import LbDrainView, PoolDrainKind
 
 # Kinds whose check is kube-proxy's /healthz: GCE's view of serving nodes says whether it
 # passes; a Local check legitimately fails on nodes without endpoints, so it is not sampled.
@@ -82,9 +82,9 @@ class ClassVerdict:
         }
 
 
-def pool_classes(views: Sequence[PoolDrainView]) -> tuple[PoolClass, ...]:
+def pool_classes(views: Sequence[LbDrainView]) -> tuple[PoolClass, ...]:
     """One class per (kind, check, probe reach), in a stable order."""
-    grouped: dict[tuple[PoolDrainKind, str, str], list[PoolDrainView]] = {}
+    grouped: dict[tuple[PoolDrainKind, str, str], list[LbDrainView]] = {}
     for view in views:
         grouped.setdefault((view.kind, view.check, view.reach), []).append(view)
     return tuple(
@@ -92,7 +92,7 @@ def pool_classes(views: Sequence[PoolDrainView]) -> tuple[PoolClass, ...]:
             kind,
             check,
             reach,
-            tuple(sorted(v.pool for v in members)),
+            tuple(sorted(v.name for v in members)),
             max((v.bound_seconds or 0 for v in members), default=0)
             or CLOUD_PROVIDER_DRAIN_BOUND_SEC,
         )
@@ -192,8 +192,8 @@ def judge_class(
 
 
 def with_failing_open(
-    views: Sequence[PoolDrainView], verdicts: Sequence[ClassVerdict]
-) -> tuple[PoolDrainView, ...]:
+    views: Sequence[LbDrainView], verdicts: Sequence[ClassVerdict]
+) -> tuple[LbDrainView, ...]:
     """The views with every pool of a failing-open class marked so: it drains nothing."""
     failing = {
         pool: v.reason
@@ -202,8 +202,8 @@ def with_failing_open(
         for pool in v.pool_class.pools
     }
     return tuple(
-        replace(view, kind=PoolDrainKind.FAILING_OPEN, failing_open=failing[view.pool])
-        if view.pool in failing and view.kind is PoolDrainKind.HEALTHZ
+        replace(view, kind=PoolDrainKind.FAILING_OPEN, failing_open=failing[view.name])
+        if view.name in failing and view.kind is PoolDrainKind.HEALTHZ
         else view
         for view in views
     )

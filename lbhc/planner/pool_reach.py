@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from lbhc.model.backend import BackendService
 from lbhc.model.cloud import CloudSnapshot, Firewall, ForwardingRule, network_url, resource_path
 from lbhc.model.firewall import EffectiveFirewall
 from lbhc.planner.claims import PoolClaim
-from lbhc.planner.config import PlannerConfig
+from lbhc.planner.config import INTERNAL_HEALTH_CHECKER_RANGES, PlannerConfig
 from lbhc.planner.coverage import PoolCoverage
 from lbhc.planner.firewall_reach import ProbeVerdict, Reach, ReachEvaluator
 from lbhc.planner.firewall_rules import (
@@ -86,25 +87,27 @@ class ReachJudge:
     ) -> None:
         """`ours`: the name of lbhc's firewall; `planned`: that rule as lbhc wants it."""
         self._cloud, self._config, self._ours, self._planned = cloud, config, ours, planned
-        self._evaluators: dict[tuple[View, int], ReachEvaluator] = {}
+        self._evaluators: dict[tuple[View, int, tuple[str, ...]], ReachEvaluator] = {}
         # A pool's probes go to the forwarding rules that target it; the cloud provider names
-        # its rule like the pool, which serves when a rule's target was not read.
+        # its rule like the pool, which serves when a rule's target was not read. A backend
+        # service's go to the rules that point at it, the same way.
         self._by_target: dict[str, list[ForwardingRule]] = {}
         for rule in cloud.forwarding_rules:
-            if rule.target:
-                self._by_target.setdefault(resource_path(rule.target), []).append(rule)
+            for target in (rule.target, rule.backend_service):
+                if target:
+                    self._by_target.setdefault(resource_path(target), []).append(rule)
         self._by_name = {rule.name: rule for rule in cloud.forwarding_rules}
 
     @property
     def firewall(self) -> EffectiveFirewall | None:
         return self._cloud.effective_firewall
 
-    def _evaluator(self, view: View, port: int) -> ReachEvaluator:
+    def _evaluator(self, view: View, port: int, sources: tuple[str, ...]) -> ReachEvaluator:
         firewall = self.firewall
         assert firewall is not None
         if view is View.WITHOUT_OURS and all(r.name != self._ours for r in firewall.rules):
             view = View.ACTUAL  # the same firewall: judged once
-        found = self._evaluators.get((view, port))
+        found = self._evaluators.get((view, port, sources))
         if found is not None:
             return found
         extra: tuple[Firewall, ...] = ()
@@ -115,8 +118,8 @@ class ReachJudge:
             )
             if view is View.WITH_PLANNED and self._planned is not None:
                 extra = (self._planned,)
-        found = self._evaluators[(view, port)] = ReachEvaluator(
-            firewall, backends_of(self._config), port, self._config.source_ranges, extra
+        found = self._evaluators[(view, port, sources)] = ReachEvaluator(
+            firewall, backends_of(self._config), port, sources, extra
         )
         return found
 
@@ -128,13 +131,25 @@ class ReachJudge:
         return tuple(sorted({rule.ip_address for rule in rules if rule.ip_address}))
 
     def judge(self, claim: PoolClaim, port: int, view: View = View.ACTUAL) -> PoolReach:
+        return self._judge_ips(self._ips(claim), port, self._config.source_ranges, view)
+
+    def judge_backend(self, backend: BackendService, port: int) -> PoolReach:
+        """A backend service's probes: to its forwarding rules' IPs, from the probe ranges of
+        its scheme (an internal load balancer's include 130.211.0.0/22)."""
+        rules = self._by_target.get(resource_path(backend.self_link), [])
+        ips = tuple(sorted({rule.ip_address for rule in rules if rule.ip_address}))
+        sources = INTERNAL_HEALTH_CHECKER_RANGES if backend.internal else self._config.source_ranges
+        return self._judge_ips(ips, port, sources, View.ACTUAL)
+
+    def _judge_ips(
+        self, ips: tuple[str, ...], port: int, sources: tuple[str, ...], view: View
+    ) -> PoolReach:
         if self.firewall is None:
             why = self._cloud.effective_firewall_unreadable or "not read"
             return PoolReach(unknown=f"the network's effective firewall could not be read ({why})")
-        ips = self._ips(claim)
         if not ips:
             return PoolReach(unknown="no forwarding rule with an IP sends to it yet")
-        evaluator = self._evaluator(view, port)
+        evaluator = self._evaluator(view, port, sources)
         return PoolReach(tuple(evaluator.verdict(ip) for ip in ips))
 
 

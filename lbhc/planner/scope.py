@@ -55,19 +55,22 @@ class ScopeMismatch:
 
 def scope_mismatch(cluster: ClusterSnapshot, cloud: CloudSnapshot) -> ScopeMismatch | None:
     """Mismatch when Services that already have a load balancer (an ingress IP) exist and not
-    one of them has its pool, or a forwarding rule with its IP, in the region read. One found
-    is enough to trust the scope: the others may be backend-service LBs or still provisioning.
-    A partial pool or rule listing proves nothing, and is a gap of its own."""
+    one of them has its pool, or a forwarding rule of any kind (to a pool or a backend
+    service, external or internal) with its IP, in the region read. One found is enough to
+    trust the scope: the others may be still provisioning. A partial pool or rule listing
+    proves nothing, and is a gap of its own."""
     if not cloud.complete:
         return None
-    provisioned = [s for s in cluster.services if expects_target_pool(s) and ingress_ips(s)]
+    provisioned = [s for s in cluster.services if is_load_balancer(s) and ingress_ips(s)]
     if not provisioned:
         return None
     pools = {pool.name for pool in cloud.target_pools}
+    if any(
+        expects_target_pool(s) and target_pool_name(s.metadata.uid) in pools
+        for s in cluster.services
+    ):
+        return None
     addresses = {rule.ip_address for rule in cloud.forwarding_rules if rule.ip_address}
-    for service in provisioned:
-        if target_pool_name(service.metadata.uid) in pools:
-            return None
-        if any(ip in addresses for ip in ingress_ips(service)):
-            return None
+    if any(ip in addresses for service in provisioned for ip in ingress_ips(service)):
+        return None
     return ScopeMismatch(len(provisioned))

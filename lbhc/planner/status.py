@@ -8,27 +8,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from lbhc.model.cloud import CloudSnapshot, http_health_check_url, resource_name
-from lbhc.model.cluster import ClusterSnapshot, Node, Service
-from lbhc.model.lb_health import LbHealthView
+from lbhc.model.cluster import ClusterSnapshot, Service
 from lbhc.model.plan import Action, Fallback, Plan
+from lbhc.planner.backend_drain import backend_drain_views, backend_reach
 from lbhc.planner.backend_lbs import BackendLb, backend_coverage, match_backend_lbs
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig, selector_text
 from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool, describe_check
-from lbhc.planner.drain import (
-    DrainState,
-    NodeDrain,
-    PoolDrainView,
-    node_drain,
-    pool_drain_views,
-)
-from lbhc.planner.drain_evidence import membership, verify_drain
+from lbhc.planner.drain import DrainState, NodeDrain
+from lbhc.planner.drain_judge import DrainJudge
 from lbhc.planner.kube_proxy import (
     facts_by_node,
     kube_proxy_pods_by_node,
@@ -36,15 +30,10 @@ from lbhc.planner.kube_proxy import (
     replacement_of,
 )
 from lbhc.planner.kube_proxy_health import KubeProxyHealth, kube_proxy_health
+from lbhc.planner.lb_views import pool_drain_views
 from lbhc.planner.nodes import is_serving
 from lbhc.planner.planner import shared_name
-from lbhc.planner.pool_classes import (
-    ClassVerdict,
-    PoolClass,
-    judge_class,
-    pool_classes,
-    with_failing_open,
-)
+from lbhc.planner.pool_classes import ClassVerdict, judge_class, pool_classes, with_failing_open
 from lbhc.planner.pool_reach import PoolReach, ReachJudge, reach_by_pool
 from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
 from lbhc.planner.services import is_load_balancer
@@ -177,8 +166,12 @@ def assess(
     rules = {rule.name: rule for rule in cloud.forwarding_rules}
     pool_claims = match_pools(cluster.services, pools, rules, config, [])
     coverage = coverage_by_pool(pool_claims, cloud, url, cluster.cloud_provider_uid, config)
-    reach = reach_by_pool(ReachJudge(cloud, config, name), pool_claims, coverage)
+    judge = ReachJudge(cloud, config, name)
+    reach = reach_by_pool(judge, pool_claims, coverage)
     base = pool_drain_views(pool_claims, coverage, config, reach) if cloud.pools_complete else None
+    with_pools = {claim.service.key for claim in pool_claims.values()}
+    backend_lbs = match_backend_lbs(cluster.services, cloud.backends, with_pools)
+    backend_probes = backend_reach(backend_lbs, judge)
 
     pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
     selected = kube_proxy_selector(cluster.kube_proxy_pods, config)
@@ -197,19 +190,29 @@ def assess(
         if n.name in read and is_serving(n, pod_states.get(n.name, ""))
     }
     verdicts = tuple(judge_class(c, lb, serving, health.healthy, lb.max_age) for c in classes)
-    views = with_failing_open(base, verdicts) if base is not None else None
+    without_pool = any(is_load_balancer(s) and s.key not in with_pools for s in cluster.services)
+    drains = DrainJudge(
+        with_failing_open(base, verdicts) if base is not None else None,
+        classes,
+        verdicts,
+        lb,
+        backend_drain_views(backend_lbs, config, backend_probes),
+        cloud.backends,
+        config,
+        cloud.backends.unreadable if without_pool else "",
+    )
     nodes = tuple(
         NodeStatus(
             node.name,
             facts[node.name],
-            _node_drain(node, facts[node.name], views, classes, verdicts, lb),
+            drains.judge(node, facts[node.name]),
             pod_states.get(node.name, ""),
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)
     )
-    with_pools = {claim.service.key for claim in pool_claims.values()}
-    backend_lbs = match_backend_lbs(cluster.services, cloud.backends, with_pools)
-    services = _ServiceJudge(cloud, config, plan, pool_claims, coverage, url, reach, backend_lbs)
+    services = _ServiceJudge(
+        cloud, config, plan, pool_claims, coverage, url, reach, backend_lbs, backend_probes
+    )
     return StatusReport(
         health_check=name,
         services=tuple(
@@ -232,24 +235,6 @@ def assess(
     )
 
 
-def _node_drain(
-    node: Node,
-    facts: KubeProxyFacts,
-    views: tuple[PoolDrainView, ...] | None,
-    classes: tuple[PoolClass, ...],
-    verdicts: tuple[ClassVerdict, ...],
-    lb: LbHealthView,
-) -> NodeDrain:
-    """The verdict from the pools taken to hold it (an excluded node is in none), checked
-    against what GCE showed of it when it is marked for deletion."""
-    drain = node_drain(node, facts, views)
-    if views is None or not drain.marked_for_deletion:
-        return drain  # the common case, judged once
-    held = membership(node.name, views, classes, lb, lb.max_age)
-    drain = node_drain(node, facts, held.held) if len(held.held) < len(views) else drain
-    return verify_drain(drain, node.name, held, classes, verdicts, lb, lb.max_age)
-
-
 class _ServiceJudge:
     """One Service's line: its pool's coverage, and lbhc's part in it, with the reason."""
 
@@ -263,14 +248,17 @@ class _ServiceJudge:
         url: str,
         reach: Mapping[str, PoolReach],
         backend_lbs: Mapping[str, BackendLb],
+        backend_reach: Mapping[str, PoolReach],
     ) -> None:
+        """`backend_reach`: Service key -> what the firewall does with its backend-service
+        load balancer's probes."""
         self._config, self._plan, self._coverage = config, plan, coverage
         self._reach = reach
         self._claims = {claim.service.key: claim for claim in pool_claims.values()}
         self._pending = {c.name for c in plan.changes if c.action is Action.ATTACH}
         self._ledger = read_ledger(cloud.health_check)
         self._url = url
-        self._backend_lbs = backend_lbs
+        self._backend_lbs, self._backend_reach = backend_lbs, backend_reach
         self._backends_unreadable = cloud.backends.unreadable
 
     def status(self, service: Service) -> ServiceStatus:
@@ -280,30 +268,8 @@ class _ServiceJudge:
             return self._without_pool(service)
         pool, cover = claim.pool.name, self._coverage[claim.pool.name]
         state, why = self._judge(claim, cover)
-        probes = self._reach.get(pool)
-        if probes is None:
-            return ServiceStatus(
-                service.key, policy, pool, cover.kind, cover.check_name, state, why
-            )
-        shown = cover.kind
-        if probes.blocked:
-            shown = Coverage.PROBE_BLOCKED
-            why = (
-                f"{why}; but {probes.explain()}: its instances read UNHEALTHY and the pool "
-                "fails open"
-            )
-        return ServiceStatus(
-            service.key,
-            policy,
-            pool,
-            shown,
-            cover.check_name,
-            state,
-            why,
-            probes.reach.value,
-            probes.explain(),
-            cover.kind if shown is not cover.kind else None,
-        )
+        line = ServiceStatus(service.key, policy, pool, cover.kind, cover.check_name, state, why)
+        return _with_reach(line, self._reach.get(pool), "the pool")
 
     def _without_pool(self, service: Service) -> ServiceStatus:
         policy, lb = service.spec.external_traffic_policy, self._backend_lbs.get(service.key)
@@ -324,7 +290,7 @@ class _ServiceJudge:
             f"a backend-service {scheme} load balancer made by {lb.made_by}, carrying "
             f"{lb.check_name or 'no health check'}: lbhc reads it, never writes it"
         )
-        return ServiceStatus(
+        line = ServiceStatus(
             service.key,
             policy,
             "",
@@ -334,6 +300,7 @@ class _ServiceJudge:
             why,
             backend_service=lb.backend.name,
         )
+        return _with_reach(line, self._backend_reach.get(service.key), "it")
 
     def _judge(self, claim: PoolClaim, cover: PoolCoverage) -> tuple[LbhcCheckState, str]:
         pool = claim.pool.name
@@ -376,3 +343,22 @@ class _ServiceJudge:
             LbhcCheckState.NOT_ATTACHED,
             "no health check; see the plan's warnings (conflict or incomplete view)",
         )
+
+
+def _with_reach(line: ServiceStatus, probes: PoolReach | None, what: str) -> ServiceStatus:
+    """The line with what the firewall does with its check's probes; shown as probe-blocked
+    when it drops them, whatever the check (`what` fails open)."""
+    if probes is None:
+        return line
+    shown, why = line.coverage, line.reason
+    if probes.blocked:
+        shown = Coverage.PROBE_BLOCKED
+        why = f"{why}; but {probes.explain()}: its instances read UNHEALTHY and {what} fails open"
+    return replace(
+        line,
+        coverage=shown,
+        reason=why,
+        probe_reach=probes.reach.value,
+        probe_reach_reason=probes.explain(),
+        carried=line.coverage if shown is not line.coverage else None,
+    )

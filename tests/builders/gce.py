@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from lbhc.model.backend import BackendView
 from lbhc.model.cloud import (
     CloudSnapshot,
     Firewall,
@@ -157,10 +158,12 @@ def cloud(
     network_firewall_unreadable: str = "",
     port_evidence: dict[int, str] | None = None,
     lb_health: LbHealthView | None = None,
+    backends: BackendView | None = None,
 ) -> CloudSnapshot:
     """`checks`: the project's other legacy checks, as listed (ours comes from `check`).
     `network_firewall`: the network's effective firewall (lbhc's own `firewall` is added to
-    its rules, as GCE lists it there); None: not read."""
+    its rules, as GCE lists it there); None: not read. `backends`: backend-service load
+    balancers' resources (default: read, and there are none)."""
     listed = {resource_path(c.self_link): c for c in (*checks, *((check,) if check else ()))}
     if network_firewall is not None and firewall is not None:
         others = tuple(r for r in network_firewall.rules if r.name != firewall.name)
@@ -177,4 +180,5 @@ def cloud(
         effective_firewall_unreadable=network_firewall_unreadable,
         port_evidence=port_evidence or {},
         lb_health=lb_health or LbHealthView(),
+        backends=backends or BackendView(unreadable=""),
     )

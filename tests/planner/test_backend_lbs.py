@@ -7,56 +7,13 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from lbhc.model.backend import INTERNAL, BackendService, BackendView, HealthCheck
-from lbhc.model.cloud import resource_path
+from lbhc.model.backend import INTERNAL, BackendService, BackendView
 from lbhc.model.cluster import Service
-from lbhc.planner.backend_lbs import BACKEND_SERVICE_ANNOTATION
 from lbhc.planner.coverage import Coverage
 from lbhc.planner.names import target_pool_name
 from lbhc.planner.status import LbhcCheckState
-from tests.builders import PROJECT, REGION, assessed, cloud, cluster, service
-
-BASE = "https://www.googleapis.com/compute/v1/projects"
-SHARED_HC = HealthCheck(
-    "k8s2-axyqjz2d-l4-shared-hc",
-    f"{BASE}/{PROJECT}/regions/{REGION}/healthChecks/k8s2-axyqjz2d-l4-shared-hc",
-    region=REGION,
-    port=10256,
-    request_path="/healthz",
-    check_interval_sec=8,
-    timeout_sec=1,
-    healthy_threshold=1,
-    unhealthy_threshold=3,
-)
-# The cloud provider's internal check: global, non-legacy, named like the legacy node check.
-INTERNAL_HC = replace(
-    SHARED_HC,
-    name="k8s-5e1d1b2c3a4f6789-node",
-    self_link=f"{BASE}/{PROJECT}/global/healthChecks/k8s-5e1d1b2c3a4f6789-node",
-    region="",
-)
-TCP_HC = replace(
-    SHARED_HC,
-    name="tcp",
-    self_link=f"{BASE}/{PROJECT}/global/healthChecks/tcp",
-    type="TCP",
-    request_path="",
-)
-
-
-def backend(name: str, check: HealthCheck | None, **fields: object) -> BackendService:
-    return BackendService(
-        name,
-        f"{BASE}/{PROJECT}/regions/{REGION}/backendServices/{name}",
-        region=REGION,
-        health_checks=(check.self_link,) if check else (),
-        **fields,  # type: ignore[arg-type]
-    )
-
-
-def annotated(name: str, backend_name: str, policy: str = "Cluster") -> Service:
-    """A Service as ingress-gce leaves it: the backend service's name recorded on it."""
-    return service(name, policy=policy, annotations={BACKEND_SERVICE_ANNOTATION: backend_name})
+from tests.builders import assessed, cloud, cluster, service
+from tests.builders.backend import INTERNAL_HC, SHARED_HC, TCP_HC, annotated, backend, backend_view
 
 
 @dataclass(frozen=True)
@@ -114,9 +71,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_a_backend_service_load_balancer_gets_the_coverage_of_its_check(case: Case) -> None:
-    checks = {resource_path(c.self_link): c for c in (SHARED_HC, INTERNAL_HC, TCP_HC)}
-    view = BackendView(case.backends, checks, {}, unreadable="")
-    world = replace(cloud(), backends=view)
+    world = cloud(backends=backend_view(case.backends))
     report = assessed(cluster(services=(case.svc,)), world)
     status = report.services[0]
     assert status.coverage is case.coverage, status.reason

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from lbhc.model.cloud import HttpHealthCheck
+from lbhc.model.cloud import ForwardingRule, HttpHealthCheck
 from lbhc.model.cluster import Node, Pod, Service
 from lbhc.model.plan import Action
 from lbhc.planner.drain import DrainState
@@ -139,7 +139,7 @@ CASES = [
         image="registry.k8s.io/kube-proxy:v1.27.9",
     ),
     Case(
-        "a cluster with no target-pool load balancer: nothing to drain, no alarm",
+        "no load balancer made yet for its only Service: nothing to drain, no alarm",
         (service("rbs", annotations={"cloud.google.com/l4-rbs": "enabled"}),),
         (),
         DrainState.NOT_APPLICABLE,
@@ -161,7 +161,7 @@ CASES = [
         (on(WEB, CP), on(LEGACY)),
         DrainState.NOT_DRAINING,
         victim=node("victim", labels=GKE_DRAIN),
-        reason="ignore that label: 2 target pool(s) holding it keep sending it new connections "
+        reason="ignore that label: 2 load balancer(s) holding it keep sending it new connections "
         "until it is tainted ToBeDeletedByClusterAutoscaler or deleted",
     ),
     Case(
@@ -217,7 +217,7 @@ def test_drain_state_from_the_checks_each_pool_carries(case: Case) -> None:
     (victim,) = report.nodes
     assert victim.drain.state is case.state, victim.drain.reason
     assert victim.drain.bound_seconds == case.bound
-    named = {p.pool for p in victim.drain.not_draining}
+    named = {p.name for p in victim.drain.not_draining}
     assert named == {pool_for(s).name for s in case.not_draining}
     assert victim.to_json()["drain"]["state"] == case.state.value
     assert case.reason in victim.drain.reason
@@ -252,17 +252,37 @@ def test_one_load_balancer_found_is_enough_to_trust_the_scope(world: object) -> 
     assert result.out_of_scope == 0
 
 
-def test_backend_service_and_internal_lbs_are_not_expected_to_have_pools() -> None:
-    svcs = (
-        service("rbs", annotations={"cloud.google.com/l4-rbs": "enabled"}, ingress_ip="1.2.3.4"),
-        service(
-            "ilb",
-            annotations={"networking.gke.io/load-balancer-type": "Internal"},
-            ingress_ip="10.0.0.5",
+BACKEND_LB_SERVICES = (
+    service("rbs", annotations={"cloud.google.com/l4-rbs": "enabled"}, ingress_ip="1.2.3.4"),
+    service(
+        "ilb",
+        annotations={"networking.gke.io/load-balancer-type": "Internal"},
+        ingress_ip="10.0.0.5",
+    ),
+    service("class", lb_class="networking.gke.io/l4-regional-external", ingress_ip="1.2.3.5"),
+)
+
+
+@pytest.mark.parametrize(
+    ("rules", "out_of_scope"),
+    [
+        # Their forwarding rules point at backend services, internal and external: in scope.
+        (
+            (
+                ForwardingRule("r1", ip_address="1.2.3.4", backend_service="bs1"),
+                ForwardingRule("r2", ip_address="10.0.0.5", backend_service="bs2"),
+            ),
+            0,
         ),
-        service("class", lb_class="networking.gke.io/l4-regional-external", ingress_ip="1.2.3.5"),
-    )
-    assert plan(cluster(services=svcs), cloud(), config()).out_of_scope == 0
+        ((), 3),  # none of their rules is in this region: the scope is wrong
+    ],
+    ids=["their-rules-found", "none-found"],
+)
+def test_backend_service_load_balancers_count_for_the_scope_by_their_rules(
+    rules: tuple[ForwardingRule, ...], out_of_scope: int
+) -> None:
+    snapshot = cluster(services=BACKEND_LB_SERVICES)
+    assert plan(snapshot, cloud(rules=rules), config()).out_of_scope == out_of_scope
 
 
 def test_a_node_on_the_cloud_providers_check_still_drains_when_checks_cannot_be_listed() -> None:

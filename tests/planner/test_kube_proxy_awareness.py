@@ -14,9 +14,10 @@ from lbhc.model.cluster import DaemonSet, HealthProbe, Node, Pod
 from lbhc.model.plan import Action
 from lbhc.planner.capabilities import Capabilities, KubeProxyFacts
 from lbhc.planner.config import DrainingGate, FallbackPolicy, ReadinessPolicy, UnknownVersionPolicy
-from lbhc.planner.drain import DrainState, PoolDrainKind, PoolDrainView, marked_at, node_drain
+from lbhc.planner.drain import DrainState, marked_at, node_drain
 from lbhc.planner.kube_proxy import facts_by_node, kube_proxy_pods_by_node
 from lbhc.planner.kube_proxy_health import PodHealth, kube_proxy_health
+from lbhc.planner.lb_views import LbDrainView, PoolDrainKind
 from lbhc.planner.planner import plan
 from lbhc.planner.readiness import FindingKind, review_readiness
 from lbhc.planner.status import StatusReport
@@ -165,8 +166,8 @@ def facts(healthz: bool | None, livez: bool | None, drains: bool | None) -> Kube
 
 MODERN, OLD, UNSURE = facts(True, True, True), facts(True, False, False), facts(True, True, None)
 # A node in one pool carrying a kube-proxy /healthz check, or in one carrying none.
-HEALTHZ_POOL = (PoolDrainView("a1", "default/web", PoolDrainKind.HEALTHZ, "k8s-x-node", 32),)
-UNCHECKED_POOL = (PoolDrainView("a1", "default/web", PoolDrainKind.NO_CHECK),)
+HEALTHZ_POOL = (LbDrainView("a1", "default/web", PoolDrainKind.HEALTHZ, "k8s-x-node", 32),)
+UNCHECKED_POOL = (LbDrainView("a1", "default/web", PoolDrainKind.NO_CHECK),)
 
 
 @pytest.mark.parametrize(
@@ -221,7 +222,7 @@ UNCHECKED_POOL = (PoolDrainView("a1", "default/web", PoolDrainKind.NO_CHECK),)
     ],
 )
 def test_drain_state(
-    the_node: Node, kp: KubeProxyFacts, pools: tuple[PoolDrainView, ...], state: DrainState
+    the_node: Node, kp: KubeProxyFacts, pools: tuple[LbDrainView, ...], state: DrainState
 ) -> None:
     assert node_drain(the_node, kp, pools).state is state
 
@@ -472,7 +473,7 @@ def test_status_reports_services_and_nodes_during_scale_down() -> None:
         "b": (DrainState.PARTIALLY_DRAINING, "expected-unready"),
         "c": (DrainState.EXCLUDED, "ready"),
     }
-    assert {p.pool for p in report.nodes[1].drain.not_draining} == {
+    assert {p.name for p in report.nodes[1].drain.not_draining} == {
         pool_for(LOCAL).name,
         pool_for(service("new")).name,
     }

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pytest
 
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
-from lbhc.planner.drain import DrainState, NodeDrain, PoolDrainKind
+from lbhc.planner.drain import DrainState, NodeDrain
+from lbhc.planner.lb_views import PoolDrainKind
 from lbhc.planner.pool_classes import ClassHealth, PoolClass, judge_class
 from lbhc.planner.status import StatusReport
 from tests.builders import (

@@ -221,7 +221,7 @@ def test_blocked_probes(case: Case) -> None:
     elif case.second_coverage == "probe-blocked":
         # The second pool fails open: it keeps sending the marked node new connections.
         assert drain.state is DrainState.PARTIALLY_DRAINING, drain.reason
-        assert [p.pool for p in drain.not_draining] == [POOLS[1].name]
+        assert [p.name for p in drain.not_draining] == [POOLS[1].name]
         assert "fails open" in drain.reason
     else:
         assert drain.state is DrainState.DRAINING, drain.reason
@@ -240,7 +240,7 @@ def test_every_pool_blocked_is_not_draining() -> None:
     report = assess(snapshot, world, config(), plan(snapshot, world, config()))
     drain = report.nodes[0].drain
     assert drain.state is DrainState.NOT_DRAINING, drain.reason
-    assert {p.pool for p in drain.not_draining} == {p.name for p in POOLS}
+    assert {p.name for p in drain.not_draining} == {p.name for p in POOLS}
     assert IP_GONE in drain.reason  # the near miss: the rule admits only that destination
     counts = report.coverage_counts()
     assert counts["probe-blocked"] == 2 and counts["cloud-provider"] == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
-from lbhc.planner.drain import PoolDrainKind
+from lbhc.planner.lb_views import PoolDrainKind
 from lbhc.planner.pool_classes import PoolClass
 from lbhc.planner.verify_reads import (
     SAMPLED_NODES,

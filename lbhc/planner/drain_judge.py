@@ -1,0 +1,87 @@
+"""Each node's drain verdict, from every load balancer of the cluster: target pools (with what
+GCE's getHealth showed of marked nodes) and backend-service load balancers (with their
+instance groups as read, or ingress-gce's node selection). Serving nodes, nearly all of them,
+are judged without looking at any load balancer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from lbhc.model.backend import BackendView
+from lbhc.model.cloud import instance_url, resource_path
+from lbhc.model.cluster import Node
+from lbhc.model.lb_health import LbHealthView
+from lbhc.planner.backend_drain import BackendDrain, BackendMembership, backend_membership
+from lbhc.planner.capabilities import KubeProxyFacts
+from lbhc.planner.config import PlannerConfig
+from lbhc.planner.drain import DrainState, NodeDrain, node_drain
+from lbhc.planner.drain_evidence import membership, verify_drain
+from lbhc.planner.lb_views import LbDrainView
+from lbhc.planner.nodes import (
+    is_being_deleted,
+    is_excluded_from_load_balancers,
+    is_gke_drain_labelled,
+)
+from lbhc.planner.pool_classes import ClassVerdict, PoolClass
+
+
+class DrainJudge:
+    def __init__(
+        self,
+        pools: tuple[LbDrainView, ...] | None,
+        classes: tuple[PoolClass, ...],
+        verdicts: tuple[ClassVerdict, ...],
+        lb: LbHealthView,
+        backends: Sequence[BackendDrain],
+        backend_view: BackendView,
+        config: PlannerConfig,
+        backends_missing: str = "",
+    ) -> None:
+        """`pools`: every target pool's view, failing-open ones marked (None: not read);
+        `backends_missing`: why backend services could not be read, when some Service may
+        have one ("" otherwise)."""
+        self._pools, self._classes, self._verdicts, self._lb = pools, classes, verdicts, lb
+        self._backends, self._backend_view = tuple(backends), backend_view
+        self._project, self._zone = config.project, f"{config.region}-a"
+        self._backends_missing = backends_missing
+
+    def judge(self, node: Node, facts: KubeProxyFacts) -> NodeDrain:
+        pools = self._pools
+        if (
+            pools is None
+            or is_excluded_from_load_balancers(node)
+            or not (is_being_deleted(node) or is_gke_drain_labelled(node))
+        ):
+            return node_drain(node, facts, pools)  # the common case, judged once
+        lb = self._lb
+        held = membership(node.name, pools, self._classes, lb, lb.max_age)
+        backends = self._membership(node)
+        drain = node_drain(node, facts, (*held.held, *backends.held), backends.taken_out)
+        drain = verify_drain(
+            drain, node.name, held, self._classes, self._verdicts, lb, lb.max_age, backends
+        )
+        return self._with_backends_missing(drain)
+
+    def _membership(self, node: Node) -> BackendMembership:
+        if not self._backends:
+            return BackendMembership((), ())
+        instance = resource_path(instance_url(node, self._project, self._zone))
+        return backend_membership(node, instance, self._backends, self._backend_view)
+
+    def _with_backends_missing(self, drain: NodeDrain) -> NodeDrain:
+        """Nothing holding the node is not the same as nothing known to: with backend
+        services unread, "in no load balancer" is unknown, and nothing is verified."""
+        missing = self._backends_missing
+        if not missing or not drain.marked_for_deletion:
+            return drain
+        why = f"backend services could not be read ({missing})"
+        if drain.state is DrainState.NOT_APPLICABLE:
+            return NodeDrain(
+                DrainState.UNKNOWN,
+                f"marked for deletion; no target pool holds it, but {why}, so whether a "
+                "backend-service load balancer does is unknown",
+                drain.marked_at,
+                marked_for_deletion=True,
+            )
+        return replace(drain, verified=False, evidence=f"not verified ({why})")
