@@ -24,6 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from lbhc.controller.backend_reads import (
+    BackendCall,
+    BackendCalls,
+    GroupHealth,
+    backend_call,
+    reading_of,
+)
 from lbhc.controller.events import EventSpec, ObjectRef
 from lbhc.controller.metrics import Metrics
 from lbhc.controller.read_budget import ReadBudget
@@ -31,6 +38,7 @@ from lbhc.gce.errors import result_label, status_of
 from lbhc.model.cloud import resource_path
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
 from lbhc.planner.fail_open import serving_nodes
+from lbhc.planner.lb_views import LbKind
 from lbhc.planner.pool_classes import ClassHealth, PoolClass, judge_class
 from lbhc.planner.status import StatusReport
 from lbhc.planner.verify_reads import HealthRead, MarkedNode, Purpose, Serving, choose_reads
@@ -46,6 +54,8 @@ class HealthSource(Protocol):
     def get_health(self, pool: str, instance_url: str) -> tuple[str, ...]: ...
 
     def pool_instances(self, pool: str) -> frozenset[str]: ...
+
+    def backend_health(self, backend: str, group_url: str) -> GroupHealth: ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class _Targets:
     serving: Serving = field(default_factory=Serving)
     instances: Mapping[str, str] = field(default_factory=dict)  # node -> its VM's URL
     kube_proxy_healthy: bool | None = None
+    by_name: Mapping[str, PoolClass] = field(default_factory=dict)  # member -> its class
 
 
 class LbVerifier:
@@ -115,10 +126,16 @@ class LbVerifier:
             for n in report.nodes
             if n.drain.marked_for_deletion
         )
+        by_name = {p: c for c in classes for p in c.pools}
         targets = _Targets(
-            classes, marked, Serving.of(serving_nodes(report)), instances, report.kube_proxy.healthy
+            classes,
+            marked,
+            Serving.of(serving_nodes(report)),
+            instances,
+            report.kube_proxy.healthy,
+            by_name,
         )
-        pools = {p for c in classes for p in c.pools}
+        pools = by_name.keys()
         with self._lock:
             self._targets = targets
             self._readings = {
@@ -150,13 +167,19 @@ class LbVerifier:
         )
         changed: list[str] = []
         confirmed: dict[str, frozenset[str] | None] = {}
+        calls = BackendCalls()
         made = 0
         for i, read in enumerate(reads):
-            if not self._budget.try_take():
-                self._metrics.lb_health_reads_deferred.inc(len(reads) - i)
-                break
-            made += 1
-            reading = self._read(read, targets, confirmed)
+            call = self._backend_call(read, targets)
+            if call is None or calls.costs(call):  # several nodes of one group: one call
+                if not self._budget.try_take():
+                    self._metrics.lb_health_reads_deferred.inc(len(reads) - i)
+                    break
+                made += 1
+            if call is None:
+                reading = self._read(read, targets, confirmed)
+            else:
+                reading = self._read_backend(read, call, targets, calls)
             if reading is not None and self._store(reading, read, targets):
                 changed.append(f"{read.node} {reading.state.value} in {read.pool}")
         if made:  # the classes change only with what was read
@@ -165,6 +188,26 @@ class LbVerifier:
             self._fire("GCE's health view changed: " + "; ".join(changed[:3]))
 
     # ---- one read ---------------------------------------------------------------------
+    def _backend_call(self, read: HealthRead, targets: _Targets) -> BackendCall | None:
+        """The backend service's call that answers for the node (None: a target pool's)."""
+        pool_class = targets.by_name.get(read.pool)
+        instance = targets.instances.get(read.node)
+        if pool_class is None or pool_class.lb is not LbKind.BACKEND_SERVICE or instance is None:
+            return None
+        return backend_call(pool_class, read.pool, instance)
+
+    def _read_backend(
+        self, read: HealthRead, call: BackendCall, targets: _Targets, calls: BackendCalls
+    ) -> HealthReading:
+        answer = None
+        if call.group:
+            fresh = calls.costs(call)
+            answer = calls.answer(call, self._gce.backend_health)
+            if fresh:
+                result = result_label(answer) if isinstance(answer, Exception) else "ok"
+                self._metrics.lb_health_reads.labels(read.purpose.value, result).inc()
+        return reading_of(call, read.node, targets.instances[read.node], answer, self._clock())
+
     def _read(
         self, read: HealthRead, targets: _Targets, confirmed: dict[str, frozenset[str] | None]
     ) -> HealthReading | None:
@@ -252,6 +295,8 @@ class LbVerifier:
         marked = next((m for m in targets.marked if m.name == reading.node), None)
         if pool_class is None or marked is None or (reading.node, pool_class) in self._cut_reported:
             return
+        if pool_class.lb is not LbKind.TARGET_POOL:
+            return  # a backend service's removal is judged by its connection draining
         self._cut_reported.add((reading.node, pool_class))
         at = marked.since
         if at is None:

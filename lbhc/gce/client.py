@@ -646,6 +646,29 @@ class GceClient:
         )
         return tuple(status.health_state for status in response.health_status)
 
+    def backend_health(self, backend: str, group_url: str) -> dict[str, tuple[str, ...]]:
+        """What GCE's own health checking reports for every member of one backend group of a
+        regional backend service (regionBackendServices.getHealth answers for a whole group
+        per call): instance path -> one state per forwarding rule. Read-only."""
+        response = self._call(
+            "backend_health",
+            lambda: self._backend_services.get_health(
+                request=self._compute.GetHealthRegionBackendServiceRequest(
+                    project=self.config.project,
+                    region=self.config.region,
+                    backend_service=backend,
+                    resource_group_reference_resource={"group": group_url},
+                ),
+                **self._gapic_kwargs(),
+            ),
+            mutating=False,
+        )
+        states: dict[str, tuple[str, ...]] = {}
+        for status in response.health_status:
+            path = resource_path(status.instance)
+            states[path] = (*states.get(path, ()), status.health_state)
+        return states
+
     def pool_instances(self, pool: str) -> frozenset[str]:
         """Which instances a pool holds, as paths (`projects/P/zones/Z/instances/N`): a partial
         response of the one field, read only to confirm a getHealth refusal. A pool lists

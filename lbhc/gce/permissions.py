@@ -38,6 +38,8 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     "list_health_checks": ("compute.healthChecks.list",),
     "list_region_health_checks": ("compute.regionHealthChecks.list",),
     "list_group_instances": ("compute.instanceGroups.list",),
+    # Their GCE health view, within the same read budget: a whole backend group per call.
+    "backend_health": ("compute.regionBackendServices.get",),
     "wait_global_operation": ("compute.globalOperations.get",),
     "wait_region_operation": ("compute.regionOperations.get",),
 }

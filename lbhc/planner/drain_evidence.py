@@ -21,7 +21,7 @@ from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
 from lbhc.planner.backend_drain import BackendMembership
 from lbhc.planner.drain import DrainState, NodeDrain
 from lbhc.planner.firewall_reach import Reach
-from lbhc.planner.lb_views import LbDrainView, PoolDrainKind
+from lbhc.planner.lb_views import LbDrainView, LbKind, PoolDrainKind
 from lbhc.planner.listing import first_few
 from lbhc.planner.pool_classes import ClassHealth, ClassVerdict, PoolClass
 
@@ -31,8 +31,10 @@ NO_BACKENDS = BackendMembership((), ())
 
 @dataclass(frozen=True)
 class Membership:
-    held: tuple[LbDrainView, ...]  # pools taken to hold the node (read or derived)
+    held: tuple[LbDrainView, ...]  # load balancers taken to hold the node (read or derived)
     cut: tuple[HealthReading, ...]  # GCE shows it out of these pools (and their classes)
+    # GCE shows it out of these backend services (each its own: NEG subsets differ).
+    cut_backends: tuple[HealthReading, ...] = ()
 
 
 def newest_reading(
@@ -51,12 +53,21 @@ def membership(
 ) -> Membership:
     out: set[str] = set()
     cut: list[HealthReading] = []
+    cut_backends: list[HealthReading] = []
     for pool_class in classes:
+        if pool_class.lb is LbKind.BACKEND_SERVICE:
+            for name in pool_class.pools:
+                reading = view.newest_in(frozenset((name,)), node, known=True, max_age=max_age)
+                if reading is not None and reading.state is InstanceHealth.NOT_MEMBER:
+                    out.add(name)
+                    cut_backends.append(reading)
+            continue
         reading = newest_reading(pool_class, node, view, max_age)
         if reading is not None and reading.state is InstanceHealth.NOT_MEMBER:
             out.update(pool_class.pools)
             cut.append(reading)
-    return Membership(tuple(v for v in views if v.name not in out), tuple(cut))
+    held = tuple(v for v in views if v.name not in out)
+    return Membership(held, tuple(cut), tuple(cut_backends))
 
 
 def verify_drain(
@@ -70,12 +81,11 @@ def verify_drain(
     backends: BackendMembership = NO_BACKENDS,
 ) -> NodeDrain:
     """The verdict with what GCE showed of the marked node, and whether that verifies it.
-    Backend services are not asked (their getHealth is not read yet): one still holding the
-    node, or one whose membership is derived, leaves the verdict unverified, saying so."""
+    `held` covers every load balancer taken to hold the node, backend services too; a backend
+    service whose membership is derived (NEGs) leaves the verdict unverified, saying so."""
     if not drain.marked_for_deletion or drain.state is DrainState.UNKNOWN:
         return drain
-    unread = [f"backend service {v.name} not read by getHealth" for v in backends.held]
-    unread += [
+    unread = [
         f"membership of {r.view.lb.value} {r.view.name} derived"
         for r in backends.taken_out
         if r.derived
@@ -110,7 +120,7 @@ def verify_drain(
         if reading is None:
             missing.append(f"not read yet in {pool_class.describe()}")
             continue
-        lines.append(f"{reading.state.value} in target pool {reading.pool}")
+        lines.append(f"{reading.state.value} in {pool_class.lb.value} {reading.pool}")
         if pool_class.kind is not PoolDrainKind.HEALTHZ:
             continue
         if pool_class.reach != Reach.ADMITTED.value:

@@ -11,19 +11,19 @@ from dataclasses import replace
 from lbhc.model.backend import BackendView
 from lbhc.model.cloud import instance_url, resource_path
 from lbhc.model.cluster import Node
-from lbhc.model.lb_health import LbHealthView
+from lbhc.model.lb_health import HealthReading, LbHealthView
 from lbhc.planner.backend_drain import BackendDrain, BackendMembership, backend_membership
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.drain import DrainState, NodeDrain, node_drain
 from lbhc.planner.drain_evidence import membership, verify_drain
-from lbhc.planner.lb_views import LbDrainView
+from lbhc.planner.lb_views import LbDrainView, LbKind, LbRemoval
 from lbhc.planner.nodes import (
     is_being_deleted,
     is_excluded_from_load_balancers,
     is_gke_drain_labelled,
 )
-from lbhc.planner.pool_classes import ClassVerdict, PoolClass
+from lbhc.planner.pool_classes import ClassVerdict, PoolClass, with_failing_open
 
 
 class DrainJudge:
@@ -42,7 +42,11 @@ class DrainJudge:
         `backends_missing`: why backend services could not be read, when some Service may
         have one ("" otherwise)."""
         self._pools, self._classes, self._verdicts, self._lb = pools, classes, verdicts, lb
-        self._backends, self._backend_view = tuple(backends), backend_view
+        # A failing-open class drains nothing, whatever kind its load balancers are.
+        views = with_failing_open([b.view for b in backends], verdicts)
+        self._backends = tuple(replace(b, view=v) for b, v in zip(backends, views, strict=True))
+        self._by_name = {b.view.name: b for b in self._backends}
+        self._backend_view = backend_view
         self._project, self._zone = config.project, f"{config.region}-a"
         self._backends_missing = backends_missing
 
@@ -55,13 +59,31 @@ class DrainJudge:
         ):
             return node_drain(node, facts, pools)  # the common case, judged once
         lb = self._lb
-        held = membership(node.name, pools, self._classes, lb, lb.max_age)
-        backends = self._membership(node)
-        drain = node_drain(node, facts, (*held.held, *backends.held), backends.taken_out)
+        backends = self._membership(node)  # instance groups as read, NEGs derived
+        # What GCE's getHealth showed of it, in pools and backend services alike.
+        held = membership(node.name, (*pools, *backends.held), self._classes, lb, lb.max_age)
+        out = (*backends.taken_out, *self._shown_out(held.cut_backends))
+        drain = node_drain(node, facts, held.held, out)
+        backends = BackendMembership(
+            tuple(v for v in held.held if v.lb is LbKind.BACKEND_SERVICE), out
+        )
         drain = verify_drain(
             drain, node.name, held, self._classes, self._verdicts, lb, lb.max_age, backends
         )
         return self._with_backends_missing(drain)
+
+    def _shown_out(self, cut: Sequence[HealthReading]) -> tuple[LbRemoval, ...]:
+        """Backend services whose getHealth showed the node out of the group of its zone."""
+        found = (self._by_name.get(r.pool) for r in cut)
+        return tuple(
+            LbRemoval(
+                b.view,
+                "GCE's getHealth does not list it in its group",
+                draining_timeout_sec=b.draining_timeout_sec,
+            )
+            for b in found
+            if b is not None
+        )
 
     def _membership(self, node: Node) -> BackendMembership:
         if not self._backends:

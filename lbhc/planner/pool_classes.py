@@ -16,13 +16,13 @@ nothing, and the drain verdicts say so."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
 from lbhc.planner.coverage import CLOUD_PROVIDER_DRAIN_BOUND_SEC
-from lbhc.planner.lb_views import LbDrainView, PoolDrainKind
+from lbhc.planner.lb_views import LbDrainView, LbKind, PoolDrainKind
 
 # Kinds whose check is kube-proxy's /healthz: GCE's view of serving nodes says whether it
 # passes; a Local check legitimately fails on nodes without endpoints, so it is not sampled.
@@ -44,6 +44,10 @@ class PoolClass:
     reach: str  # pool_reach.Reach value, "" when not judged
     pools: tuple[str, ...]  # sorted
     bound_seconds: int  # the check's drain bound (a default where it has none)
+    lb: LbKind = LbKind.TARGET_POOL
+    # Backend services only: (backend service, group path) for each of their backends, since
+    # their getHealth answers for one group (one zone) at a time.
+    groups: tuple[tuple[str, str], ...] = ()
     members: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,7 +60,8 @@ class PoolClass:
     def describe(self) -> str:
         what = f"check {self.check}" if self.check else "no check"
         reach = f", probes {self.reach}" if self.reach else ""
-        return f"{len(self.pools)} pool(s) with {what}{reach}"
+        kind = "pool(s)" if self.lb is LbKind.TARGET_POOL else "backend service(s)"
+        return f"{len(self.pools)} {kind} with {what}{reach}"
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class ClassVerdict:
         c = self.pool_class
         return {
             "kind": c.kind.value,
+            "loadBalancerKind": c.lb.value,
             "check": c.check,
             "probeReach": c.reach,
             "pools": len(c.pools),
@@ -82,11 +88,17 @@ class ClassVerdict:
         }
 
 
-def pool_classes(views: Sequence[LbDrainView]) -> tuple[PoolClass, ...]:
-    """One class per (kind, check, probe reach), in a stable order."""
-    grouped: dict[tuple[PoolDrainKind, str, str], list[LbDrainView]] = {}
+def pool_classes(
+    views: Sequence[LbDrainView], groups: Mapping[str, tuple[str, ...]] | None = None
+) -> tuple[PoolClass, ...]:
+    """One class per (kind of load balancer, kind, check, probe reach), in a stable order.
+    `groups`: each backend service's backend group paths. A target pool and a backend service
+    never share a class, even where their checks share a name (the cloud provider's legacy
+    and non-legacy `k8s-<id>-node`): their getHealth differ."""
+    grouped: dict[tuple[LbKind, PoolDrainKind, str, str], list[LbDrainView]] = {}
     for view in views:
-        grouped.setdefault((view.kind, view.check, view.reach), []).append(view)
+        grouped.setdefault((view.lb, view.kind, view.check, view.reach), []).append(view)
+    groups = groups or {}
     return tuple(
         PoolClass(
             kind,
@@ -95,8 +107,10 @@ def pool_classes(views: Sequence[LbDrainView]) -> tuple[PoolClass, ...]:
             tuple(sorted(v.name for v in members)),
             max((v.bound_seconds or 0 for v in members), default=0)
             or CLOUD_PROVIDER_DRAIN_BOUND_SEC,
+            lb,
+            tuple(sorted((v.name, g) for v in members for g in groups.get(v.name, ()))),
         )
-        for (kind, check, reach), members in sorted(grouped.items())
+        for (lb, kind, check, reach), members in sorted(grouped.items())
     )
 
 
@@ -146,7 +160,7 @@ def judge_class(
         )
     unhealthy = [r for r in readings if r.state is InstanceHealth.UNHEALTHY]
     n, bad = len(readings), len(unhealthy)
-    where = f"GCE's getHealth in {_pools_read(readings)}"
+    where = f"GCE's getHealth in {_pools_read(pool_class, readings)}"
     if not unhealthy:
         return ClassVerdict(
             pool_class, ClassHealth.HEALTHY, f"{where}: {n} of {n} serving node(s) HEALTHY", 0, n
@@ -209,7 +223,7 @@ def with_failing_open(
     )
 
 
-def _pools_read(readings: Sequence[HealthReading]) -> str:
+def _pools_read(pool_class: PoolClass, readings: Sequence[HealthReading]) -> str:
     pools = sorted({r.pool for r in readings})
     more = f" and {len(pools) - 1} more" if len(pools) > 1 else ""
-    return f"target pool {pools[0]}{more}"
+    return f"{pool_class.lb.value} {pools[0]}{more}"

@@ -181,7 +181,11 @@ def assess(
     health = kube_proxy_health(cluster, pods, managed, replacement.display() if replacement else "")
     pod_states = {status.node: status.state.value for status in health.pods}
     lb = cloud.lb_health
-    classes = pool_classes(base) if base is not None else ()
+    backend_drains = backend_drain_views(backend_lbs, config, backend_probes)
+    classes = pool_classes(
+        (*(base or ()), *(b.view for b in backend_drains)),
+        {b.view.name: b.groups for b in backend_drains},
+    )
     # Only nodes GCE was asked about can judge a class: a few, not every node of the cluster.
     read = {node for _, node in lb.readings}
     serving = {
@@ -196,7 +200,7 @@ def assess(
         classes,
         verdicts,
         lb,
-        backend_drain_views(backend_lbs, config, backend_probes),
+        backend_drains,
         cloud.backends,
         config,
         cloud.backends.unreadable if without_pool else "",

@@ -135,6 +135,7 @@ def test_status_json_with_gce_health(
         "verified": True,  # probes admitted, node-1 HEALTHY there, node-2 UNHEALTHY in it
         "evidence": f"GCE's getHealth: UNHEALTHY in target pool {pool_name}",
         "poolsNotDraining": [],
+        "takenOutBy": [],
     }
     # old-1 is not a member of the pool: GCE answers 400, status says so plainly.
     assert nodes["old-1"]["lbHealth"] == "not in the pool"

@@ -40,6 +40,8 @@ METHOD_PERMISSIONS: dict[tuple[str, str], frozenset[str]] = {
     # Backend-service load balancers, read only. listInstances is authorised as a list of
     # the group (Compute Engine IAM reference: instanceGroups.listInstances).
     ("regionBackendServices", "list"): frozenset({"compute.regionBackendServices.list"}),
+    # The API reference's IAM section for regionBackendServices.getHealth.
+    ("regionBackendServices", "getHealth"): frozenset({"compute.regionBackendServices.get"}),
     ("healthChecks", "list"): frozenset({"compute.healthChecks.list"}),
     ("regionHealthChecks", "list"): frozenset({"compute.regionHealthChecks.list"}),
     ("instanceGroups", "listInstances"): frozenset({"compute.instanceGroups.list"}),

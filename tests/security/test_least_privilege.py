@@ -82,6 +82,7 @@ def _calls() -> dict[str, Callable[[Gce], object]]:
         "list_backend_services": lambda g: g.client.list_backend_services(),
         "list_health_checks": lambda g: g.client.list_health_checks(),
         "list_group_instances": lambda g: g.client.list_group_instances(g.group),
+        "backend_health": lambda g: g.client.backend_health("a1234", g.group),
         "read_backends": lambda g: g.client.read_backends(),
         "remove_health_check": lambda g: g.client.remove_health_check(g.pool, url),
         "delete_http_health_check": lambda g: g.client.delete_http_health_check(check.name),
