@@ -40,6 +40,7 @@ class KubeProxyReporter:
         self._findings: set[tuple[str, str, FindingKind]] = set()
         self._timer = DrainTimer(metrics, record)
         self._blocked: set[str] = set()  # Services whose pool's probes are blocked
+        self._coverage_series: set[tuple[str, str]] = set()
 
     def reset(self) -> None:
         """On losing the lease: this replica stops assessing, so its gauges must not keep
@@ -58,6 +59,7 @@ class KubeProxyReporter:
         self._metrics.out_of_scope.set(0)
         self._drain, self._healthy, self._findings = {}, None, set()
         self._blocked = set()
+        self._coverage_series = set()
         self._timer.reset()
 
     def observe(self, report: StatusReport) -> None:
@@ -70,8 +72,14 @@ class KubeProxyReporter:
 
     def _export(self, report: StatusReport) -> None:
         m = self._metrics
-        for kind, count in report.coverage_counts().items():
-            m.pool_coverage.labels(kind).set(count)
+        exported: set[tuple[str, str]] = set()
+        for lb, counts in report.coverage_by_load_balancer().items():
+            for kind, count in counts.items():
+                m.pool_coverage.labels(kind, lb).set(count)
+                exported.add((kind, lb))
+        for gone in self._coverage_series - exported:  # a kind of load balancer no longer seen
+            m.pool_coverage.remove(*gone)
+        self._coverage_series = exported
         m.out_of_scope.set(report.out_of_scope)
         for state, count in report.drain_counts().items():
             m.node_drain.labels(state).set(count)

@@ -49,9 +49,11 @@ class Metrics:
         )
         self.pool_coverage = Gauge(
             "pool_coverage",
-            "LoadBalancer Services by what their target pool carries (lbhc, cloud-provider, "
-            "equivalent, none, other-check, local, backend-service, probe-blocked, no-pool)",
-            ["coverage"],
+            "LoadBalancer Services by what their load balancer's check does (lbhc, "
+            "cloud-provider, equivalent, none, other-check, local, backend-service, "
+            "probe-blocked, no-pool) and by kind of load balancer (target-pool, "
+            "backend-service, none)",
+            ["coverage", "load_balancer"],
             namespace=NAMESPACE,
             registry=r,
         )

@@ -68,6 +68,13 @@ class ServiceStatus:
     backend_service: str = ""  # a backend-service load balancer's, "" for a target pool's
 
     @property
+    def load_balancer(self) -> str:
+        """Its kind: target-pool, backend-service (external or internal), or none yet."""
+        if self.pool:
+            return "target-pool"
+        return "backend-service" if self.backend_service else "none"
+
+    @property
     def check_coverage(self) -> Coverage:
         """The coverage of the check the pool carries, whether its probes get in or not."""
         return self.carried or self.coverage
@@ -134,12 +141,20 @@ class StatusReport:
         found = Counter(s.coverage for s in self.services)
         return {kind.value: found.get(kind, 0) for kind in Coverage}
 
+    def coverage_by_load_balancer(self) -> dict[str, dict[str, int]]:
+        """Per kind of load balancer (target-pool, backend-service, none), the coverage
+        counts of the Services it serves (kinds with none are left out)."""
+        found = Counter((s.load_balancer, s.coverage.value) for s in self.services)
+        kinds = sorted({lb for lb, _ in found})
+        return {lb: {c.value: found.get((lb, c.value), 0) for c in Coverage} for lb in kinds}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "healthCheck": self.health_check,
             "checkInUse": self.check_in_use,
             "lbhcPools": self.lbhc_pools,
             "coverageCounts": self.coverage_counts(),
+            "coverageByLoadBalancer": self.coverage_by_load_balancer(),
             "outOfScope": self.out_of_scope,
             "kubeProxySelector": self.kube_proxy_selector,
             "kubeProxyReplacement": self.kube_proxy_replacement or None,

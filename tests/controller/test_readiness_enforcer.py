@@ -19,6 +19,7 @@ from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from tests.builders.kube import kube_proxy_daemonset, namespace
 
 PATCH = ProbePatch("kube-system", "kube-proxy", "7", "kube-proxy", "/livez")
+LBHC_COVERAGE = {"coverage": "lbhc", "load_balancer": "target-pool"}
 
 
 @dataclass
@@ -159,10 +160,10 @@ def test_losing_the_lease_clears_what_this_replica_said() -> None:
     reporter.observe(scale_down_report())
     state = {"state": "partially-draining"}
     assert metrics.registry.get_sample_value("lbhc_node_drain_state", state) == 1
-    assert metrics.registry.get_sample_value("lbhc_pool_coverage", {"coverage": "lbhc"}) == 1
+    assert metrics.registry.get_sample_value("lbhc_pool_coverage", LBHC_COVERAGE) == 1
     reporter.reset()
     assert metrics.registry.get_sample_value("lbhc_node_drain_state", state) is None
-    assert metrics.registry.get_sample_value("lbhc_pool_coverage", {"coverage": "lbhc"}) is None
+    assert metrics.registry.get_sample_value("lbhc_pool_coverage", LBHC_COVERAGE) is None
     assert (
         metrics.registry.get_sample_value("lbhc_kube_proxy_health_condition", {"status": "False"})
         is None

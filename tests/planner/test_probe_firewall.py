@@ -264,7 +264,10 @@ def test_a_blocked_pool_is_a_metric_and_one_warning_on_its_service() -> None:
     assert [(e.regarding.name, e.type) for e in warned] == [("second", "Warning")] * 2
     assert IP_SECOND in warned[0].note and "implied deny" in warned[0].note
     value = metrics.registry.get_sample_value
-    assert value("lbhc_pool_coverage", {"coverage": "probe-blocked"}) == 1
+    assert (
+        value("lbhc_pool_coverage", {"coverage": "probe-blocked", "load_balancer": "target-pool"})
+        == 1
+    )
 
 
 def test_the_pass_that_makes_lbhcs_rule_judges_the_pool_admitted() -> None:
