@@ -255,12 +255,12 @@ def render_status_text(
         "SERVICES",
     ]
     lines += _table(
-        ["SERVICE", "POLICY", "TARGET POOL", "COVERAGE", "CHECK", "LBHC", "WHY"],
+        ["SERVICE", "POLICY", "LOAD BALANCER", "COVERAGE", "CHECK", "LBHC", "WHY"],
         [
             [
                 s.service,
                 s.traffic_policy,
-                s.pool or "-",
+                s.pool or s.backend_service or "-",
                 s.coverage.value,
                 s.check or "-",
                 s.lbhc.value,

@@ -161,10 +161,10 @@ def detect(
         return KubeProxyFacts(
             KubeProxyVersion(raw, VersionSource.ASSUMED, assumed), capabilities_of(assumed, gate)
         )
-    note = _digest_note(pod)
     tagged = version_from_pod(pod)
     if tagged is not None and tagged.version is not None:
         return KubeProxyFacts(tagged, capabilities_of(tagged.version, gate))
+    note = _digest_note(pod)  # only now: nearly every node has a tag, every pass
     if probe is not None:
         seen = KubeProxyVersion(describe_probe(probe), VersionSource.PROBE, None)
         return KubeProxyFacts(seen, capabilities_from_probe(probe, is_being_deleted(node)), note)

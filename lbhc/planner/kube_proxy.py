@@ -72,8 +72,26 @@ def replacement_setting(config: PlannerConfig) -> ReplacementHealthz:
     return config.replacement_serves_healthz
 
 
+# The last snapshot's facts: a pass plans and then assesses the same snapshot, and at
+# thousands of nodes judging each node's kube-proxy twice is most of a pass's CPU. Held with
+# the snapshot and config themselves (one tuple, replaced whole, so threads never see half of
+# it), so identity, not a recycled id, decides.
+_last_facts: list[tuple[ClusterSnapshot, PlannerConfig, Mapping[str, KubeProxyFacts]]] = []
+
+
 def facts_by_node(
     cluster: ClusterSnapshot, config: PlannerConfig, pods: Mapping[str, Pod] | None = None
+) -> dict[str, KubeProxyFacts]:
+    last = _last_facts[0] if _last_facts else None
+    if last is not None and last[0] is cluster and last[1] is config:
+        return dict(last[2])
+    facts = _facts_by_node(cluster, config, pods)
+    _last_facts[:] = [(cluster, config, facts)]
+    return dict(facts)
+
+
+def _facts_by_node(
+    cluster: ClusterSnapshot, config: PlannerConfig, pods: Mapping[str, Pod] | None
 ) -> dict[str, KubeProxyFacts]:
     replacement = replacement_of(cluster, config)
     if replacement is not None:

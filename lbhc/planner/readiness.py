@@ -147,8 +147,13 @@ def _path(probe: Probe | None, health_port: int) -> str:
 
 
 def review_readiness(
-    cluster: ClusterSnapshot, facts: Mapping[str, KubeProxyFacts], config: PlannerConfig
+    cluster: ClusterSnapshot,
+    facts: Mapping[str, KubeProxyFacts],
+    config: PlannerConfig,
+    pods: Mapping[str, Pod] | None = None,
 ) -> ReadinessReview:
+    """`pods`: kube_proxy_pods_by_node, when the caller has it already (a pass at thousands
+    of nodes need not group the Pods again)."""
     if config.readiness_policy is ReadinessPolicy.OFF:
         return ReadinessReview()
     findings: list[ReadinessFinding] = []
@@ -189,7 +194,9 @@ def review_readiness(
                     right,
                 )
             )
-    findings += _static_pod_findings(cluster, facts, config)
+    if pods is None:
+        pods = kube_proxy_pods_by_node(cluster.kube_proxy_pods, config)
+    findings += _static_pod_findings(pods, facts, config)
     return ReadinessReview(tuple(findings), tuple(patches), right_paths)
 
 
@@ -213,12 +220,12 @@ def _older_pods(
 
 
 def _static_pod_findings(
-    cluster: ClusterSnapshot, facts: Mapping[str, KubeProxyFacts], config: PlannerConfig
+    by_node: Mapping[str, Pod], facts: Mapping[str, KubeProxyFacts], config: PlannerConfig
 ) -> list[ReadinessFinding]:
     """Static (mirror) Pods, as kube-up and GKE run kube-proxy: reported with what to change
     on the node; no API call can change a mirror Pod, so enforce never patches them."""
     by_paths: dict[tuple[str, str, str], list[Pod]] = {}
-    for pod in kube_proxy_pods_by_node(cluster.kube_proxy_pods, config).values():
+    for pod in by_node.values():
         kube_proxy = kube_proxy_container(pod.spec.containers) if is_static(pod) else None
         if kube_proxy is None:
             continue

@@ -243,7 +243,7 @@ def assess(
         fallback=plan.fallback,
         lbhc_pools=sum(1 for p in cloud.target_pools if carries(p, url)),
         kube_proxy=health,
-        readiness=review_readiness(cluster, facts, config),
+        readiness=review_readiness(cluster, facts, config, pods),
         warnings=plan.warnings,
         out_of_scope=plan.out_of_scope,
         nodes_complete=cluster.versions_complete,

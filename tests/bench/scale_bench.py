@@ -192,7 +192,9 @@ def _print_profile(profiler: Any, top: int = 30) -> None:
     import pstats
 
     text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(top)
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)  # where the CPU goes, waits aside
     print(text.getvalue(), flush=True)
 
 
