@@ -52,6 +52,10 @@ RBS_ENABLED = "enabled"
 NETLB_FINALIZER_V1 = "gke.networking.io/l4-netlb-v1"  # the cloud provider's own NetLB
 NETLB_FINALIZER_V2 = "gke.networking.io/l4-netlb-v2"  # ingress-gce's RBS NetLB
 NETLB_FINALIZER_V3 = "gke.networking.io/l4-netlb-v3"
+# gce_loadbalancer_internal.go ILBFinalizerV1 (the cloud provider's internal LBs) and V2
+# (another controller's: ingress-gce with GKE subsetting).
+ILB_FINALIZER_V1 = "gke.networking.io/l4-ilb-v1"
+ILB_FINALIZER_V2 = "gke.networking.io/l4-ilb-v2"
 
 
 def make_cluster_uid(seed: str) -> str:
@@ -117,6 +121,30 @@ def cluster_firewall_description(cluster_id: str) -> str:
     """The nodes check firewall's, from gce_loadbalancer_external.go
     ensureHTTPHealthCheckFirewall."""
     return f'{{"kubernetes.io/cluster-id":"{cluster_id}"}}'
+
+
+# -- internal load balancers (gce_loadbalancer_naming.go, gce_loadbalancer_internal.go) -------
+
+
+def instance_group_name(cluster_id: str) -> str:
+    """makeInstanceGroupName: k8s-ig--<cluster id>, shared with ingress-gce."""
+    return f"k8s-ig--{cluster_id}" if cluster_id else "k8s-ig"
+
+
+def internal_health_check_name(lb_name: str, cluster_id: str, shared: bool) -> str:
+    """makeHealthCheckName: the nodes check's name for a Cluster Service (a global
+    `healthChecks` resource, not the legacy `httpHealthChecks` one of the same name)."""
+    return nodes_health_check_name(cluster_id) if shared else lb_name
+
+
+def internal_health_check_firewall_name(lb_name: str, cluster_id: str, shared: bool) -> str:
+    """makeHealthCheckFirewallName: k8s-<id>-node-hc, or the load balancer's name + -hc."""
+    return f"k8s-{cluster_id}-node-hc" if shared else f"{lb_name}-hc"
+
+
+def backend_service_description(service_key: str) -> str:
+    """makeBackendServiceDescription for an unshared backend service."""
+    return f'{{"kubernetes.io/service-name":"{service_key}"}}'
 
 
 # -- ingress-gce (RBS) --------------------------------------------------------------------------

@@ -36,6 +36,14 @@ class Project:
     cluster_id: str  # the ingress-uid ConfigMap's uid
     kube_system_uid: str  # ingress-gce names from it
     node_tags: tuple[str, ...]
+    # GKE subsetting for internal LBs (the cloud provider's AlphaFeatureILBSubsets gate, and
+    # ingress-gce's L4 ILB controller): new internal Services are ingress-gce's, with NEGs.
+    ilb_subsetting: bool = False
+
+    @property
+    def zone(self) -> str:
+        """Where a node without a providerID is taken to be."""
+        return f"{self.region}-a"
 
     @property
     def nodes_check(self) -> str:
