@@ -1,12 +1,14 @@
 """The cloud provider's own internal passthrough load balancer, after
-kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_internal.go:
+kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_internal.go (gates:
+AlphaFeatureILBSubsets, AlphaFeatureSkipIGsManagement, gce_alpha.go):
 ensureInternalLoadBalancer (with ensureInternalInstanceGroups, ensureInternalHealthCheck,
 ensureInternalBackendService, ensureInternalForwardingRule, ensureInternalFirewalls),
 updateInternalLoadBalancer (the node sync: instance groups and the backend service's
 groups) and ensureInternalLoadBalancerDeleted.
 
 What it makes for a Service: the shared instance groups k8s-ig--<cluster id> (one per zone
-of the nodes the service controller passes, its stableNodeSetPredicates set), a GLOBAL
+of the nodes the service controller passes, its stableNodeSetPredicates set; under
+SkipIGsManagement, which goes with RBS, it only links the groups ingress-gce keeps), a GLOBAL
 non-legacy HTTP check k8s-<cluster id>-node for externalTrafficPolicy Cluster (the legacy
 target-pool check's name, another resource type) or one named like the load balancer on the
 healthCheckNodePort for Local, its firewall k8s-<cluster id>-node-hc (no destination
@@ -30,7 +32,7 @@ from . import names
 from .addresses import AddressBook
 from .checks import HealthChecks, Timings, http_check
 from .compute import ComputeRequestError, ComputeWriter
-from .groups import COMPUTE, InstanceGroups
+from .groups import COMPUTE, InstanceGroups, group_url
 from .netlb import Project
 from .nodes import NodeView
 from .services import ServiceView
@@ -165,13 +167,20 @@ class InternalLoadBalancers:
 
     def _ensure_groups(self, nodes: Sequence[NodeView]) -> list[str]:
         """ensureInternalInstanceGroups: a group per zone of the nodes, holding them; nodes
-        whose zone is not known are never removed."""
+        whose zone is not known are never removed. Under AlphaFeatureSkipIGsManagement, the
+        groups whose name starts with the group name in those zones, as they are
+        (FilterInstanceGroupsByNamePrefix): ingress-gce keeps them."""
         zoned: dict[str, list[str]] = {}
         for node in nodes:
             zoned.setdefault(node.zone, []).append(node.name)
         unknown = zoned.pop("", [])
         links = []
         for zone, members in sorted(zoned.items()):
+            if self._p.skip_igs_management:
+                found = self._compute.instance_groups(self._p.project, zone).values()
+                names_ = sorted(g["name"] for g in found if g["name"].startswith(self.group_name))
+                links += [group_url(self._p.project, zone, n) for n in names_]
+                continue
             links.append(self.groups.ensure(self.group_name, zone))
             self.groups.sync(self.group_name, zone, members, unknown)
         return links
@@ -288,6 +297,8 @@ class InternalLoadBalancers:
         check = names.internal_health_check_name(lb, p.cluster_id, shared)
         if self._checks.delete(check, regional=False):
             self._w.delete("firewalls", f"{check}-hc")  # makeHealthCheckFirewallNameFromHC
+        if self._p.skip_igs_management:
+            return
         for zone in sorted(self._group_zones()):
             self.groups.delete(self.group_name, zone)
 

@@ -1,14 +1,13 @@
 """Names, descriptions and constants of today's GCE cloud provider, from
 kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_naming.go, gce_clusterid.go,
-gce_healthchecks.go, gce.go, gce_loadbalancer.go, gce_util.go and gce_annotations.go; and the
-shape of ingress-gce's names for the RBS Services the cloud provider leaves to it.
+gce_healthchecks.go, gce.go, gce_loadbalancer.go, gce_util.go, gce_annotations.go and
+gce_loadbalancer_internal.go (ingress-gce's names are in `ingress_gce.names`).
 
 Written from upstream, not imported from lbhc (load_balancer_name is not
 lbhc.planner.names.target_pool_name): the emulator is an independent check on lbhc's names."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from typing import Any
 
@@ -145,44 +144,3 @@ def internal_health_check_firewall_name(lb_name: str, cluster_id: str, shared: b
 def backend_service_description(service_key: str) -> str:
     """makeBackendServiceDescription for an unshared backend service."""
     return f'{{"kubernetes.io/service-name":"{service_key}"}}'
-
-
-# -- ingress-gce (RBS) --------------------------------------------------------------------------
-
-
-def _hash(text: str, length: int) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
-
-
-def _trimmed(namespace: str, name: str, budget: int) -> str:
-    half = budget // 2
-    ns = namespace[: max(half, budget - len(name))]
-    return f"{ns}-{name[: budget - len(ns)]}"
-
-
-def rbs_backend_service_name(kube_system_uid: str, namespace: str, name: str) -> str:
-    """Shaped like ingress-gce's L4Namer.L4Backend (pkg/utils/namer/l4_namer.go),
-    k8s2-{uid}-{ns}-{name}-{suffix} (at most 63 characters); the hashes are the sandbox's,
-    not bit-exact."""
-    cluster = _hash(kube_system_uid, 8)
-    suffix = _hash(f"{cluster};{namespace};{name}", 8)
-    return f"k8s2-{cluster}-{_trimmed(namespace, name, 36)}-{suffix}"
-
-
-def rbs_forwarding_rule_name(kube_system_uid: str, namespace: str, name: str) -> str:
-    """Shaped like ingress-gce's L4Namer.L4ForwardingRule (pkg/utils/namer/l4_namer.go),
-    k8s2-{protocol}-{uid}-{ns}-{name}-{suffix}, for TCP."""
-    cluster = _hash(kube_system_uid, 8)
-    suffix = _hash(f"{cluster};{namespace};{name}", 8)
-    return f"k8s2-tcp-{cluster}-{_trimmed(namespace, name, 32)}-{suffix}"
-
-
-def rbs_rule_and_backend(
-    kube_system_uid: str, project: str, region: str, namespace: str, name: str
-) -> tuple[str, str]:
-    """The RBS Service's forwarding rule name and its backend service's reference."""
-    backend = rbs_backend_service_name(kube_system_uid, namespace, name)
-    return (
-        rbs_forwarding_rule_name(kube_system_uid, namespace, name),
-        f"projects/{project}/regions/{region}/backendServices/{backend}",
-    )
