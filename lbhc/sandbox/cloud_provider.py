@@ -64,7 +64,17 @@ def publish_ingress(
 
 def publish_ingress_ip(kube: KubeFake, namespace: str, name: str, ip: str) -> None:
     """status.loadBalancer.ingress = [{ip}] through the status subresource."""
-    patch = {"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}
+    _patch_status(kube, namespace, name, {"ingress": [{"ip": ip}]})
+
+
+def clear_ingress(kube: KubeFake, namespace: str, name: str) -> None:
+    """status.loadBalancer emptied through the status subresource, as a controller resets it
+    once the load balancer is gone."""
+    _patch_status(kube, namespace, name, {"ingress": None})
+
+
+def _patch_status(kube: KubeFake, namespace: str, name: str, balancer: dict[str, Any]) -> None:
+    patch = {"status": {"loadBalancer": balancer}}
     response = kube.handle(
         "PATCH",
         f"/api/v1/namespaces/{namespace}/services/{name}/status",
@@ -76,9 +86,10 @@ def publish_ingress_ip(kube: KubeFake, namespace: str, name: str, ip: str) -> No
 
 
 def release_finalizers(kube: KubeFake, service: dict[str, Any], released: Iterable[str]) -> None:
-    """Remove `released` from the Service's finalizers (the API deletes it once none is left)."""
+    """Remove `released` from the Service's finalizers (the API deletes it once none is left).
+    The list is read afresh: another controller may have changed it since `service` was."""
     gone = set(released)
-    meta = service["metadata"]
+    meta = _live(kube, service)["metadata"]
     finalizers = [f for f in meta.get("finalizers", []) if f not in gone]
     kube.patch(
         "Service", meta["namespace"], meta["name"], {"metadata": {"finalizers": finalizers or None}}
@@ -86,8 +97,15 @@ def release_finalizers(kube: KubeFake, service: dict[str, Any], released: Iterab
 
 
 def add_finalizer(kube: KubeFake, service: dict[str, Any], finalizer: str) -> None:
-    """Append `finalizer` to the Service's finalizers, as the service controller adds its
-    cleanup finalizer before it makes a load balancer."""
-    meta = service["metadata"]
+    """Append `finalizer` to the Service's finalizers (read afresh), as the service controller
+    adds its cleanup finalizer before it makes a load balancer."""
+    meta = _live(kube, service)["metadata"]
+    if finalizer in meta.get("finalizers", []):
+        return
     finalizers = [*meta.get("finalizers", []), finalizer]
     kube.patch("Service", meta["namespace"], meta["name"], {"metadata": {"finalizers": finalizers}})
+
+
+def _live(kube: KubeFake, service: dict[str, Any]) -> dict[str, Any]:
+    meta = service["metadata"]
+    return kube.get("Service", meta["namespace"], meta["name"]) or service

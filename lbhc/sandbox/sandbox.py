@@ -1,10 +1,17 @@
 """Sandbox: everything lbhc talks to, in one process, on real sockets: the kube-apiserver
 fake (seeded with a small cluster), the Compute fake (seeded with the load balancers a cloud
-provider would have made) with its HTTP health prober behind getHealth, one emulated
-kube-proxy health server per node, the kubelet's readiness probing of kube-proxy Pods, and
-the service controller's load-balancer lifecycle, as the legacy or the current GCE cloud
-provider does it (SandboxSpec.cloud_provider). `lbhc sandbox` serves it; `lbhc demo` and
-tests drive it."""
+provider would have made) with its HTTP health prober behind getHealth (target pools and
+backend services alike), one emulated kube-proxy health server per node, the kubelet's
+readiness probing of kube-proxy Pods, and the service controller's load-balancer lifecycle,
+as the legacy or the current GCE cloud provider does it (SandboxSpec.cloud_provider); the
+current profile adds GKE's ingress-gce L4 controllers and the nodes' VMs. `lbhc sandbox`
+serves it; `lbhc demo` and tests drive it.
+
+In the current profile the emulated controllers make the backend-service load balancers
+themselves, in their first pass, before the sandbox is handed over: with operations
+completing at once, and the Compute fake's journal cleared after it, so the sandbox starts
+as a cluster whose load balancers were made long ago (the target pools are seeded directly,
+upstream.seed, as some were made by an older cloud provider)."""
 
 from __future__ import annotations
 
@@ -74,11 +81,19 @@ class Sandbox:
         self.service_controller: ServiceControllerEmulator | None = None
         self.kubeconfig = Path()
         # Today's GCE cloud provider's configuration (the current profile); None in legacy.
-        uid = self.spec.cluster_uid
+        uid, spec = self.spec.cluster_uid, self.spec
         self.provider: Project | None = (
             None
             if uid is None
-            else Project(self.spec.project, self.spec.region, uid, KUBE_SYSTEM_UID, (NODE_TAG,))
+            else Project(
+                spec.project,
+                spec.region,
+                uid,
+                KUBE_SYSTEM_UID,
+                (NODE_TAG,),
+                ilb_subsetting=spec.ilb_subsetting,
+                skip_igs_management=True,  # GKE with RBS: ingress-gce keeps the groups
+            )
         )
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -142,8 +157,22 @@ class Sandbox:
             spec.project,
             spec.region,
             provider=self.provider,
-        ).start()
+        )
         stack.callback(self.service_controller.close)
+        if self.provider is not None:
+            self._made_before_handover(self.service_controller)
+        self.service_controller.start()
+
+    def _made_before_handover(self, controller: ServiceControllerEmulator) -> None:
+        """The controllers' first pass, operations completing at once; then the journal is
+        cleared: what they made was there before anyone looked."""
+        latency = self.compute.operation_latency
+        self.compute.operation_latency = 0
+        try:
+            controller.sync()
+        finally:
+            self.compute.operation_latency = latency
+        self.compute.clear_journal()
 
     def close(self) -> None:
         self._stack.close()

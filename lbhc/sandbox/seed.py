@@ -5,9 +5,14 @@ DaemonSet and its Pods, and LoadBalancer Services of both traffic policies.
 The "current" cloud provider profile adds what today's GCE cloud provider and GKE would show:
 the kube-system/ingress-uid ConfigMap with the cluster uid, the healthCheckNodePort the
 apiserver allocates for a Local Service (by the kube-apiserver fake's own rule), each
-Service's load balancer IP in its status, and two more Services: `legacy-<n>` (Cluster; its
-pool was made by a cloud provider older than the nodes check, so carries none) and
-`rbs-<n+1>` (annotated for ingress-gce's regional backend service NetLB: no pool).
+Service's load balancer IP in its status, and more Services: `legacy-<n>` (Cluster; its
+pool was made by a cloud provider older than the nodes check, so carries none) and, with
+`backend_service_lbs`, one Cluster Service of each backend-service kind: `rbs-<n+1>`
+(annotated for ingress-gce's regional backend service NetLB, with instance groups),
+`ilb-<n+2>` (internal: ingress-gce's, with NEGs, under `ilb_subsetting`; else the cloud
+provider's) and `ilb-v1-<n+3>` (internal, made by the cloud provider before subsetting was
+turned on: its l4-ilb-v1 finalizer keeps it there). Their load balancers are made by the
+emulated controllers before the sandbox is handed over (lbhc.sandbox.sandbox).
 
 `kube_proxy_replacement="cilium"` seeds a cluster without kube-proxy: Cilium's DaemonSet and
 its cilium-config ConfigMap (kube-proxy replacement on; the healthz bind address set only with
@@ -35,6 +40,7 @@ CLOUD_PROVIDERS = ("current", "legacy")
 KUBE_PROXY_REPLACEMENTS = ("", "cilium")  # "": kube-proxy itself
 CILIUM_LABELS = {"k8s-app": "cilium"}
 OLD_PROVIDER_PREFIX = "legacy-"  # current profile: this Service's pool was made without a check
+INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 # Load balancer IPs, from the seeded ones to those the emulated cloud providers hand out.
 FIRST_LB_IP = ipaddress.IPv4Address("203.0.113.10")  # TEST-NET-3: never a real address
 
@@ -57,6 +63,15 @@ class SandboxSpec:
     # kube-proxy's /healthz on 10256 only with `cilium_healthz` (its bind address set).
     kube_proxy_replacement: str = ""
     cilium_healthz: bool = False
+    # Current profile: also seed one load balancer of each backend-service kind (an RBS
+    # external one, an internal one under GKE subsetting, an internal one of the cloud
+    # provider's), which lbhc only reads. Their checks' firewalls admit probes on 10256 to
+    # any IP, so the cloud provider's pinned node firewall no longer leaves pools unprobed.
+    backend_service_lbs: bool = True
+    # GKE subsetting for internal LBs: new internal Services are ingress-gce's, with one
+    # GCE_VM_IP NEG per zone; off, the cloud provider makes every internal LB, with the
+    # shared instance groups.
+    ilb_subsetting: bool = True
 
     def __post_init__(self) -> None:
         if self.kube_proxy_replacement not in KUBE_PROXY_REPLACEMENTS:
@@ -97,8 +112,15 @@ class SandboxSpec:
 
     @property
     def service_count(self) -> int:
-        """Seeded Services: `services`, and in the current profile two more (if any at all)."""
-        return self.services + 2 if self.current and self.services else self.services
+        """Seeded Services: `services`, and in the current profile (if any at all) the legacy
+        one and, with `backend_service_lbs`, three more."""
+        if not self.current or not self.services:
+            return self.services
+        return self.services + 1 + (len(_BACKEND_SERVICE_KINDS) if self.backend_service_lbs else 0)
+
+
+# The current profile's backend-service Services, after `legacy-<n>`, by name prefix.
+_BACKEND_SERVICE_KINDS = ("rbs-", "ilb-", "ilb-v1-")
 
 
 def node_name(index: int) -> str:
@@ -212,8 +234,8 @@ def _is_local(spec: SandboxSpec, index: int) -> bool:
 def service_name(spec: SandboxSpec, index: int) -> str:
     if index == spec.services:
         return f"{OLD_PROVIDER_PREFIX}{index}"
-    if index == spec.services + 1:
-        return f"rbs-{index}"
+    if index > spec.services:
+        return f"{_BACKEND_SERVICE_KINDS[index - spec.services - 1]}{index}"
     return f"local-{index}" if _is_local(spec, index) else f"web-{index}"
 
 
@@ -239,9 +261,14 @@ def service(spec: SandboxSpec, index: int) -> Object:
         },
     }
     if spec.current:
-        if index == spec.services + 1:
+        kind = name.removesuffix(str(index))
+        if kind == "rbs-":
             obj["metadata"]["annotations"] = {upstream.RBS_ANNOTATION: upstream.RBS_ENABLED}
             obj["metadata"]["finalizers"].append(upstream.NETLB_FINALIZER_V2)
+        elif kind in ("ilb-", "ilb-v1-"):
+            obj["metadata"]["annotations"] = dict(INTERNAL_LB_ANNOTATION)
+        if kind == "ilb-v1-":
+            obj["metadata"]["finalizers"].append(upstream.ILB_FINALIZER_V1)
         obj["status"] = {"loadBalancer": {"ingress": [{"ip": lb_ip(index)}]}}
     return obj
 

@@ -6,10 +6,14 @@ profiles (SandboxSpec.cloud_provider):
   before the cleanup finalizer is released.
 - "current": today's GCE cloud provider (lbhc.sandbox.upstream): pools made with the nodes
   check or a Local Service's own, firewalls for them, recreation on a traffic policy change,
-  checks and firewalls removed with the last pool using them, RBS Services left to (an
-  emulated) ingress-gce, and pools' instances updated on a node sync (a node added or
-  deleted, or labelled in or out of load balancers), which cuts the nodes tainted or being
-  deleted since the last one (`cuts`)."""
+  checks and firewalls removed with the last pool using them, and pools' instances updated on
+  a node sync (a node added or deleted, or labelled in or out of load balancers), which cuts
+  the nodes tainted or being deleted since the last one (`cuts`); its own internal load
+  balancers (upstream.ilb); and, in the same loop, GKE's ingress-gce L4 controllers
+  (upstream.ingress_gce) for RBS Services and, under GKE subsetting, new internal ones.
+  Each pass first gives every new Node its VM (node_vms), then runs ingress-gce, whose
+  instance group controller keeps the k8s-ig-- groups the cloud provider's internal LBs
+  link (SkipIGsManagement), then the cloud provider."""
 
 from __future__ import annotations
 
@@ -25,9 +29,13 @@ from lbhc.sandbox.cloud_provider import (
 )
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.kube_fake import KubeFake
+from lbhc.sandbox.node_vms import NodeVms
 from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER
-from lbhc.sandbox.upstream.compute import ComputeWriter
+from lbhc.sandbox.upstream.addresses import AddressBook
+from lbhc.sandbox.upstream.compute import INGRESS_GCE_USER_AGENT, ComputeWriter
 from lbhc.sandbox.upstream.controller import CurrentServiceController
+from lbhc.sandbox.upstream.ilb import InternalLoadBalancers
+from lbhc.sandbox.upstream.ingress_gce.controller import IngressGceL4
 from lbhc.sandbox.upstream.netlb import ExternalLoadBalancers, Project, Recreation
 from lbhc.sandbox.upstream.pool_hosts import Cut
 
@@ -57,9 +65,21 @@ class ServiceControllerEmulator:
         self._legacy_deleted: list[str] = []
         self.passes = 0  # passes finished (failed or not), for tests to wait on
         self._current: CurrentServiceController | None = None
+        self.ingress_gce: IngressGceL4 | None = None
+        self._vms: NodeVms | None = None
+        self._ingress_writer: ComputeWriter | None = None
         if provider is not None:
-            lbs = ExternalLoadBalancers(compute, self._writer, provider)
-            self._current = CurrentServiceController(kube, lbs, project, f"{region}-a")
+            addresses = AddressBook(compute, project, region)
+            lbs = ExternalLoadBalancers(compute, self._writer, provider, addresses)
+            ilbs = InternalLoadBalancers(compute, self._writer, provider, addresses)
+            self._current = CurrentServiceController(kube, lbs, ilbs, project, provider.zone)
+            self._ingress_writer = ComputeWriter(
+                compute_url, project, region, user_agent=INGRESS_GCE_USER_AGENT
+            )
+            self.ingress_gce = IngressGceL4(
+                kube, compute, self._ingress_writer, provider, addresses
+            )
+            self._vms = NodeVms(kube, compute, provider.node_tags)
 
     @property
     def deleted_pools(self) -> list[str]:
@@ -80,6 +100,15 @@ class ServiceControllerEmulator:
         (current profile only; the legacy one never updates a pool's instances)."""
         return [] if self._current is None else self._current.lbs.cuts
 
+    @property
+    def group_cuts(self) -> list[Cut]:
+        """Nodes taken out of the shared instance groups (node, group, time.time()), in
+        order, by the cloud provider's internal LBs or by ingress-gce (current profile)."""
+        if self._current is None or self.ingress_gce is None:
+            return []
+        both = self._current.ilbs.groups.cuts + self.ingress_gce.backends.groups.cuts
+        return sorted(both, key=lambda cut: cut.at)
+
     def start(self) -> ServiceControllerEmulator:
         """The first pass runs before this returns: the cloud provider was running before the
         sandbox is handed over, so what it does on a start (every Service ensured, with the
@@ -93,6 +122,8 @@ class ServiceControllerEmulator:
         if self._thread.ident is not None:
             self._thread.join(10)
         self._writer.close()
+        if self._ingress_writer is not None:
+            self._ingress_writer.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):
@@ -106,10 +137,14 @@ class ServiceControllerEmulator:
         self.passes += 1
 
     def sync(self) -> None:
-        if self._current is not None:
-            self._current.sync()
-        else:
+        if self._current is None:
             self._sync_legacy()
+            return
+        if self._vms is not None:
+            self._vms.ensure()
+        if self.ingress_gce is not None:  # first: it keeps the groups the provider links
+            self.ingress_gce.sync()
+        self._current.sync()
 
     # -- legacy ---------------------------------------------------------------------------------
 

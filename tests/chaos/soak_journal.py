@@ -1,7 +1,8 @@
 """Who wrote what, from the fakes' journals (every request, answered or refused): lbhc may
 write only its own check and firewall and attach/detach on pools of this cluster's Services;
 the cloud provider (the legacy emulator: deletes of those Services' load balancers; today's:
-its own load balancers, node check and firewalls) never lbhc's check or firewall; the soak's
+its own load balancers, node check and firewalls) and GKE's ingress-gce (its backend-service
+load balancers) never lbhc's check or firewall; the soak's
 oracle nothing; and lbhc's writes to Kubernetes go only to its Lease and to Events."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 
 from lbhc.sandbox.compute_fake.journal import JournalEntry as GceEntry
 from lbhc.sandbox.kube_fake.journal import JournalEntry as KubeEntry
+from lbhc.sandbox.upstream.compute import INGRESS_GCE_USER_AGENT
 from lbhc.sandbox.upstream.compute import USER_AGENT as CLOUD_PROVIDER_AGENT
 
 _POOL_CALL = re.compile(r"/regions/[^/]+/targetPools/([^/]+)/(addHealthCheck|removeHealthCheck)$")
@@ -20,6 +22,7 @@ _KUBE_WRITES_ALLOWED = (
     re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/[^/]+/events(/[^/]+)?$"),
 )
 _KUBE_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_EMULATED_CONTROLLERS = frozenset({CLOUD_PROVIDER_AGENT, INGRESS_GCE_USER_AGENT})
 
 
 def wrong_gce_writes(
@@ -31,9 +34,9 @@ def wrong_gce_writes(
             continue
         if entry.client_id == identity and _lbhc_may(entry, check_name, service_pools):
             continue
-        if entry.client_id == "" and entry.user_agent == CLOUD_PROVIDER_AGENT:
+        if entry.client_id == "" and entry.user_agent in _EMULATED_CONTROLLERS:
             if not _names_ours(entry, check_name):
-                continue  # today's cloud provider, on its own resources
+                continue  # today's cloud provider or ingress-gce, on their own resources
         elif entry.client_id == "" and entry.method == "DELETE":
             deleted = _LB_DELETE.search(entry.path)
             if deleted and deleted.group(2) in service_pools:

@@ -17,9 +17,11 @@ from lbhc.sandbox.seed import SandboxSpec
 from lbhc.sandbox.upstream import names
 from tests.waiting import wait_for
 
+TCP_RULE = "service.kubernetes.io/tcp-forwarding-rule"
+BACKEND = "service.kubernetes.io/backend-service"
 HC_URL = "https://www.googleapis.com/compute/v1/projects/sandbox-project/global/httpHealthChecks/"
 CHECKERS = ["130.211.0.0/22", "35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"]
-# nodes=2, services=3 (one Local): web-0, web-1, local-2, then legacy-3 and rbs-4.
+# nodes=2, services=3 (one Local): web-0, web-1, local-2, then legacy-3, rbs-4, ilb-5, ilb-v1-6.
 CURRENT = SandboxSpec(nodes=2, services=3, local_services=1, cloud_provider="current")
 
 
@@ -127,24 +129,28 @@ def test_current_seeds_a_local_service_with_its_own_check_on_its_health_check_no
     assert firewall["destinationRanges"] == [ip]
 
 
-def test_current_seeds_an_rbs_service_with_a_backend_service_rule_and_no_pool(
+def test_current_seeds_an_rbs_service_whose_backend_service_ingress_gce_made_and_no_pool(
     current: Sandbox,
 ) -> None:
+    """The NetLB keeps the cloud provider's rule name ("a" + UID) for a backend service
+    ingress-gce named and recorded on the Service (test_l4_kinds has the rest)."""
     spec = current.spec
     rbs = services(current)["rbs-4"]
-    assert rbs["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled"}
-    assert target_pool_name(rbs["metadata"]["uid"]) not in current.compute.target_pools(
-        spec.project, spec.region
-    )
+    annotations = rbs["metadata"]["annotations"]
+    assert annotations["cloud.google.com/l4-rbs"] == "enabled"
+    lb = target_pool_name(rbs["metadata"]["uid"])
+    assert lb not in current.compute.target_pools(spec.project, spec.region)
     ip = rbs["status"]["loadBalancer"]["ingress"][0]["ip"]
     rules = [
         r
         for r in current.compute.forwarding_rules(spec.project, spec.region).values()
         if r["IPAddress"] == ip
     ]
-    assert len(rules) == 1 and rules[0]["name"].startswith("k8s2-tcp-")
+    assert [r["name"] for r in rules] == [lb] == [annotations[TCP_RULE]]
     assert "target" not in rules[0]
-    assert "/regions/us-central1/backendServices/k8s2-" in rules[0]["backendService"]
+    backend = rules[0]["backendService"].rsplit("/", 1)[-1]
+    assert backend == annotations[BACKEND] and backend.startswith("k8s2-")
+    assert backend in current.compute.backend_services(spec.project, spec.region)
 
 
 def test_current_changes_nothing_when_it_first_sees_the_seeded_services(current: Sandbox) -> None:

@@ -21,8 +21,12 @@ from lbhc.sandbox.upstream.compute import USER_AGENT as CLOUD_PROVIDER
 from tests.waiting import wait_for
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
-# web-0, web-1 carry the cloud provider's check; legacy-2 carries none; rbs-3 has no pool.
-SPEC = SandboxSpec(nodes=2, services=2, local_services=0, cloud_provider="current")
+# web-0, web-1 carry the cloud provider's check; legacy-2 carries none. No backend-service load
+# balancers: their checks' firewalls would admit every probe on 10256, and these tests are
+# about the cloud provider's firewall pinned to one pool's IP.
+SPEC = SandboxSpec(
+    nodes=2, services=2, local_services=0, cloud_provider="current", backend_service_lbs=False
+)
 
 
 @pytest.fixture
@@ -103,7 +107,6 @@ def test_converges_with_one_attach_for_the_legacy_pool_and_nothing_for_the_rest(
         "demo/web-0": ("cloud-provider", cp),
         "demo/web-1": ("cloud-provider", cp),
         "demo/legacy-2": ("lbhc", name),
-        "demo/rbs-3": ("no-pool", ""),
     }
     code, out = lbhc(sandbox, capsys, "plan", "--detailed-exitcode")
     assert code == 0, out

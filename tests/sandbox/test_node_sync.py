@@ -20,8 +20,11 @@ from lbhc.sandbox.upstream.nodes import EXCLUDE_BALANCERS_LABEL, TO_BE_DELETED_T
 from tests.builders import kube
 from tests.waiting import wait_for
 
-# web-0, web-1 (Cluster, the nodes check), legacy-2 (a pool without a check), rbs-3 (no pool).
-SPEC = SandboxSpec(nodes=3, services=2, local_services=0, cloud_provider="current")
+# web-0, web-1 (Cluster, the nodes check), legacy-2 (a pool without a check); no backend-service
+# load balancers, whose instance groups and NEGs test_l4_node_sync follows.
+SPEC = SandboxSpec(
+    nodes=3, services=2, local_services=0, cloud_provider="current", backend_service_lbs=False
+)
 VICTIM, OTHER = node_name(1), node_name(2)
 HOLD = "example.com/vm"  # a finalizer holding a Node being deleted, as a VM's teardown would
 

@@ -41,17 +41,6 @@ def test_names(name: str, expected: str) -> None:
     assert name == expected
 
 
-def test_ingress_gce_names_fit_gce_names() -> None:
-    long = "n" * 63
-    for rule, backend in (
-        names.rbs_rule_and_backend("kube-system-uid", P, R, "demo", "rbs-4"),
-        names.rbs_rule_and_backend("kube-system-uid", P, R, long, long),
-    ):
-        assert rule.startswith("k8s2-tcp-") and len(rule) <= 63
-        assert backend.startswith(f"projects/{P}/regions/{R}/backendServices/k8s2-")
-        assert len(backend.rsplit("/", 1)[-1]) <= 63
-
-
 @pytest.mark.parametrize(
     ("ports", "ranges"),
     [([80], ["80"]), ([443, 80, 81, 82], ["80-82", "443"]), ([80, 80, 8080], ["80", "8080"])],

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import operations, urls
 from .resources import (
+    backend_health,
     backend_services,
     forwarding_rules,
     instance_groups,
@@ -176,3 +177,13 @@ class LoadBalancerSeeding:
 
     def backend_services(self, project: str, region: str) -> dict[str, Any]:
         return self._lb_snapshot("backendServices", project, urls.scope_of(region))
+
+    def group_members(self, group_url: str) -> list[str]:
+        """The instance URLs of an instance group's or a NEG's members, as
+        regionBackendServices.getHealth names them ([] if there is no such group)."""
+        ref = urls.parse_ref(group_url, "")
+        if ref is None:
+            return []
+        with self._store.lock:
+            group = self._store.get(ref.collection, ref.project, ref.scope, ref.name)
+            return [url for url, _ in backend_health.members(self._store, group)] if group else []

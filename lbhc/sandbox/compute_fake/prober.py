@@ -1,16 +1,18 @@
-"""HealthProber: GCE-style legacy HTTP health checking of target-pool instances for the fake.
+"""HealthProber: GCE-style HTTP health checking of load balancers' members for the fake.
 
-Installed as `ComputeFake.health_source`, it makes `targetPools.getHealth` answer what real
-probes saw. Every target pool with a check attached (any project, any region) has each of its
-instances probed with `GET http://HOST:PORT{requestPath}` once per `checkIntervalSec`; an HTTP 200
-within `timeoutSec` is a success, anything else (another status, a refused or reset connection, a
+Installed as `ComputeFake.health_source`, it makes `targetPools.getHealth` and
+`regionBackendServices.getHealth` answer what real probes saw. Every target pool with a check
+attached, and every regional backend service with an HTTP-type check (any project, any
+region), has each of its members probed (probe_targets says which) with
+`GET http://HOST:PORT{requestPath}` once per `checkIntervalSec`; an HTTP 200 within
+`timeoutSec` is a success, anything else (another status, a refused or reset connection, a
 timeout, an instance `resolve` cannot place) a failure.
 
 Probes go where GCE sends them, and pass the firewall GCE would apply:
 - A passthrough network load balancer's probes are addressed to the forwarding rule's IP on the
   check's port (kubernetes/kubernetes#117723; GCE docs "Health checks overview", "Probe IP
-  ranges and firewall rules"), from Google's probe ranges for target-pool external passthrough
-  load balancers (probe_targets.PROBE_RANGES). So health is kept per (check URL, instance URL,
+  ranges and firewall rules"), from Google's probe ranges for its scheme (external or
+  internal passthrough: probe_targets). So health is kept per (check URL, instance URL,
   forwarding rule IP): a pool with two forwarding rules on two IPs has two states per
   instance, and pools sharing a check but not an IP do not share a state. Pools sharing a
   check and an IP share one state and one probe per interval, as one prober per check and
@@ -66,7 +68,6 @@ import logging
 import threading
 import time
 import zlib
-from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -74,20 +75,15 @@ from typing import Any, Self
 
 from .fake import ComputeFake
 from .firewall_eval import Vm
-from .probe_targets import Key, ProbeTargets, probe_source, read_targets
+from .probe_targets import PROBE_RANGES, Key, ProbeTargets, probe_source, read_targets
 from .prober_http import CheckConfig, probe_http
+from .prober_records import HEALTHY, UNHEALTHY, Observer, ProberRecords
 from .store import HealthSource
 
 log = logging.getLogger(__name__)
 
 Resolve = Callable[[str, int], tuple[str, int] | None]
-# observer(clock time, {key: state}) after every change the prober makes
-Observer = Callable[[float, dict[Key, str]], None]
-
-
-HEALTHY = "HEALTHY"
-UNHEALTHY = "UNHEALTHY"
-_HISTORY = 1000  # transitions kept per instance
+__all__ = ["HEALTHY", "UNHEALTHY", "HealthProber", "Observer", "Resolve"]
 
 
 @dataclass(eq=False)
@@ -105,6 +101,7 @@ class _Pair:
     in_flight: bool = False
     gen: int = 0  # bumped to invalidate the pair's queued entry (its interval changed)
     sent: int = 0  # probes sent, to pick each one's source address
+    sources: tuple[str, ...] = PROBE_RANGES  # where its probes come from
 
     @property
     def key(self) -> Key:
@@ -114,9 +111,9 @@ class _Pair:
         return self.first_due if self.slot is None else self.slot + self.config.interval
 
 
-class HealthProber:
-    """Probe every (check, instance, forwarding rule IP) of the fake's target pools through the
-    fake's firewall; serve getHealth from it.
+class HealthProber(ProberRecords):
+    """Probe every (check, instance, forwarding rule IP) of the fake's target pools and backend
+    services through the fake's firewall; serve getHealth from it.
 
     `resolve(instance_url, check_port)` gives the (host, port) to probe or None (no address). It
     is called on the probing loop for every probe, so it must be quick and must not block.
@@ -142,11 +139,9 @@ class HealthProber:
         self._max_in_flight = max_in_flight
         self._lock = threading.Lock()  # pairs' health state, counters, history, lifecycle
         self._pairs: dict[Key, _Pair] = {}
-        self._pool_ips: dict[str, list[str]] = {}  # pool URL -> its rules' IPs, last rescan
-        self._probes: Counter[Key] = Counter()
-        self._dropped: Counter[Key] = Counter()
-        self._history: dict[str, deque[tuple[float, str, str, str]]] = {}
-        self._observers: list[Observer] = []
+        self._pool_ips: dict[str, list[str]] = {}  # LB URL -> its rules' IPs, last rescan
+        self._unprobed: frozenset[str] = frozenset()  # backend services' checks not HTTP
+        ProberRecords.__init__(self)
         self._source: HealthSource = self.health  # the exact object installed in the fake
         self._previous: HealthSource | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -211,16 +206,15 @@ class HealthProber:
     def health(
         self, pool: dict[str, Any], instance_url: str, ip_address: str | None = None
     ) -> str | None:
-        """The fake's health_source: the state of (pool's check, instance, forwarding rule IP);
-        UNHEALTHY if not probed yet. Without an IP (getHealth of a pool no rule points at, or
-        a caller asking for the pool as a whole): HEALTHY only if HEALTHY at every IP of the
-        pool's forwarding rules as of the last rescan."""
+        """The fake's health_source: the state of (the pool's or backend service's check,
+        instance, forwarding rule IP); UNHEALTHY if not probed yet. Without an IP (getHealth
+        of a load balancer no rule points at, or a caller asking for it as a whole): HEALTHY
+        only if HEALTHY at every IP of its forwarding rules as of the last rescan."""
         checks = pool.get("healthChecks") or []
-        if not checks or pool.get("kind") == "compute#backendService":
-            # No check, or a backend service's (the prober probes pools' legacy checks only):
-            # the fake's own rule applies.
-            return None
         with self._lock:
+            service = pool.get("kind") == "compute#backendService"
+            if not checks or (service and checks[0] in self._unprobed):
+                return None  # no check, or one not probed (not HTTP): the fake's own rule
             if ip_address is None:
                 ips = self._pool_ips.get(str(pool.get("selfLink")), [""])
             else:
@@ -228,83 +222,6 @@ class HealthProber:
             found = [self._pairs.get((checks[0], instance_url, ip)) for ip in ips]
             healthy = all(pair is not None and pair.state == HEALTHY for pair in found)
             return HEALTHY if healthy else UNHEALTHY
-
-    def probes(
-        self,
-        instance_url: str | None = None,
-        check_url: str | None = None,
-        ip_address: str | None = None,
-    ) -> int:
-        """Probes sent so far (dropped keys and firewall-dropped probes included), filtered by
-        instance, check and/or forwarding rule IP ("" for pools no rule points at)."""
-        return self._count(self._probes, instance_url, check_url, ip_address)
-
-    def dropped(
-        self,
-        instance_url: str | None = None,
-        check_url: str | None = None,
-        ip_address: str | None = None,
-    ) -> int:
-        """Probes the firewall dropped so far, filtered as `probes`."""
-        return self._count(self._dropped, instance_url, check_url, ip_address)
-
-    def _count(
-        self, counter: Counter[Key], instance: str | None, check: str | None, ip: str | None
-    ) -> int:
-        with self._lock:
-            return sum(
-                n
-                for (c, i, a), n in counter.items()
-                if instance in (None, i) and check in (None, c) and ip in (None, a)
-            )
-
-    def transitions(
-        self, instance_url: str, check_url: str | None = None, ip_address: str | None = None
-    ) -> list[tuple[float, str]]:
-        """(clock time, new state) of the instance's state changes, oldest first: for one check
-        and/or one forwarding rule IP, or merged across every check and IP probing it when they
-        are None. The initial UNHEALTHY of a new key is not a transition; the last 1000 per
-        instance are kept."""
-        with self._lock:
-            history = list(self._history.get(instance_url, ()))
-        return [
-            (t, state)
-            for t, check, ip, state in history
-            if check_url in (None, check) and ip_address in (None, ip)
-        ]
-
-    def add_observer(self, observer: Observer) -> None:
-        """Call `observer(clock time, states)` after each transition and each change of the
-        key set (a check attached or detached, an instance, pool or forwarding rule added or
-        removed), where `states` maps every (check URL, instance URL, forwarding rule IP) key
-        probed then to its state (IP "" for a pool no rule points at). Called on
-        the probing thread, outside the prober's lock, in the order the changes happened: keep
-        it quick (hand the snapshot to another thread). An exception is logged and ignored."""
-        with self._lock:
-            self._observers.append(observer)
-
-    def _states(self) -> tuple[list[Observer], dict[Key, str]]:
-        """Under the lock: who to tell and what (nothing copied when nobody listens)."""
-        if not self._observers:
-            return [], {}
-        return list(self._observers), {key: pair.state for key, pair in self._pairs.items()}
-
-    def _notify(self, at: float, told: list[Observer], states: dict[Key, str]) -> None:
-        for observer in told:
-            try:
-                observer(at, dict(states))
-            except Exception:
-                log.exception("health prober: an observer failed")
-
-    def pairs(self) -> set[tuple[str, str]]:
-        """The (check URL, instance URL) pairs being probed now, at whatever IPs."""
-        with self._lock:
-            return {(check, instance) for check, instance, _ in self._pairs}
-
-    def probe_keys(self) -> set[Key]:
-        """The (check URL, instance URL, forwarding rule IP) keys being probed now."""
-        with self._lock:
-            return set(self._pairs)
 
     # -- the probing loop ----------------------------------------------------------------------
 
@@ -378,16 +295,19 @@ class HealthProber:
             added = wanted.keys() - self._pairs.keys()
             for key in gone:
                 del self._pairs[key]  # its queued entry goes stale
-            for key, (config, vm) in wanted.items():
+            self._unprobed = targets.unprobed
+            for key, target in wanted.items():
                 pair = self._pairs.get(key)
+                config = target.config
                 if pair is None:
                     named = "\n".join(part for part in key if part)
                     phase = zlib.crc32(named.encode()) / 2**32  # in [0, 1)
                     first = now + phase * config.interval
-                    pair = self._pairs[key] = _Pair(*key, config, vm, first)
+                    pair = _Pair(*key, config, target.vm, first, sources=target.sources)
+                    self._pairs[key] = pair
                     requeue.append(pair)
                     continue
-                pair.vm = vm
+                pair.vm, pair.sources = target.vm, target.sources
                 if pair.config != config:
                     if pair.config.interval != config.interval:
                         pair.gen += 1  # the queued due time is wrong now
@@ -405,7 +325,7 @@ class HealthProber:
         rule points at is not gated."""
         if not pair.ip:
             return True
-        source = probe_source(pair.key, pair.sent)
+        source = probe_source(pair.key, pair.sent, pair.sources)
         pair.sent += 1
         return self._targets.firewall_of(pair.vm.network).admits(
             source, pair.ip, pair.vm, pair.config.port
@@ -460,7 +380,6 @@ class HealthProber:
             if new is None:
                 return
             pair.state = new
-            history = self._history.setdefault(pair.instance, deque(maxlen=_HISTORY))
-            history.append((now, pair.check, pair.ip, new))
+            self._remember(now, pair.instance, pair.check, pair.ip, new)
             told, states = self._states()
         self._notify(now, told, states)

@@ -1,4 +1,5 @@
-"""One legacy HTTP health-check probe, as GCE sends it, for the fake's HealthProber."""
+"""One HTTP health-check probe, as GCE sends it, for the fake's HealthProber: a legacy
+httpHealthCheck's, or an HTTP-type healthCheck's (its httpHealthCheck object)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ class CheckConfig:
             healthy=int(check.get("healthyThreshold", 2)),
             unhealthy=int(check.get("unhealthyThreshold", 2)),
         )
+
+    @classmethod
+    def of_health_check(cls, check: dict[str, Any], scale: float) -> CheckConfig | None:
+        """A non-legacy check's, if it is of type HTTP with a fixed port; else None (the
+        prober sends only HTTP GETs)."""
+        http = check.get("httpHealthCheck") or {}
+        if check.get("type") != "HTTP" or "port" not in http:
+            return None
+        return cls.of({**check, **http}, scale)
 
 
 async def probe_http(target: tuple[str, int], config: CheckConfig) -> bool:

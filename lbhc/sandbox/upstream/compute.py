@@ -1,8 +1,12 @@
-"""The emulated cloud provider's writes to the Compute fake, over HTTP like any client's, so
+"""The emulated controllers' writes to the Compute fake, over HTTP like any client's, so
 they are journaled and go through the fake's rules (operations, in-use refusals, faults).
-They carry no x-lbhc-client-id and the User-Agent `USER_AGENT`: the journal tells them from
-lbhc's (which carry its identity) and from the lbhc CLI's. Reads come from the fake itself
-and leave no journal entry: the emulator polls, and its reads would drown the journal."""
+They carry no x-lbhc-client-id and a User-Agent of their own (`USER_AGENT` for the cloud
+provider, `INGRESS_GCE_USER_AGENT` for ingress-gce): the journal tells them from lbhc's
+(which carry its identity) and from the lbhc CLI's. Reads come from the fake itself and leave
+no journal entry: the emulators poll, and their reads would drown the journal.
+
+Collections are named as in the API's paths; `regionHealthChecks` is the regional
+`healthChecks`, and a zonal collection (instanceGroups, networkEndpointGroups) needs `zone`."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from typing import Any
 import requests
 
 USER_AGENT = "lbhc-sandbox-cloud-provider"
+INGRESS_GCE_USER_AGENT = "lbhc-sandbox-ingress-gce"
+_REGIONAL = frozenset({"targetPools", "forwardingRules", "backendServices"})
 _IN_USE = frozenset({"resourceInUseByAnotherResource", "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"})
 
 
@@ -33,27 +39,40 @@ class ComputeRequestError(RuntimeError):
 
 
 class ComputeWriter:
-    def __init__(self, compute_url: str, project: str, region: str) -> None:
+    def __init__(
+        self, compute_url: str, project: str, region: str, user_agent: str = USER_AGENT
+    ) -> None:
         self._project_url = f"{compute_url}/compute/v1/projects/{project}"
         self._region_url = f"{self._project_url}/regions/{region}"
         self._session = requests.Session()
-        self._session.headers["User-Agent"] = USER_AGENT
+        self._session.headers["User-Agent"] = user_agent
 
     def close(self) -> None:
         self._session.close()
 
-    def _collection(self, collection: str) -> str:
-        regional = collection in ("targetPools", "forwardingRules")
+    def _collection(self, collection: str, zone: str | None = None) -> str:
+        if zone is not None:
+            return f"{self._project_url}/zones/{zone}/{collection}"
+        if collection == "regionHealthChecks":
+            return f"{self._region_url}/healthChecks"
+        regional = collection in _REGIONAL
         return f"{self._region_url if regional else self._project_url + '/global'}/{collection}"
 
-    def insert(self, collection: str, body: dict[str, Any]) -> None:
-        self._call("POST", self._collection(collection), body)
+    def insert(self, collection: str, body: dict[str, Any], zone: str | None = None) -> None:
+        self._call("POST", self._collection(collection, zone), body)
 
     def update(self, collection: str, name: str, body: dict[str, Any]) -> None:
         self._call("PUT", f"{self._collection(collection)}/{name}", body)
 
     def patch(self, collection: str, name: str, body: dict[str, Any]) -> None:
         self._call("PATCH", f"{self._collection(collection)}/{name}", body)
+
+    def call(
+        self, collection: str, name: str, verb: str, body: dict[str, Any], zone: str | None = None
+    ) -> None:
+        """A custom verb: instanceGroups.addInstances, networkEndpointGroups
+        .attachNetworkEndpoints, ..."""
+        self._call("POST", f"{self._collection(collection, zone)}/{name}/{verb}", body)
 
     def add_instances(self, pool: str, instances: list[str]) -> None:
         """gce_targetpool.go AddInstancesToTargetPool: targetPools.addInstance."""
@@ -67,11 +86,11 @@ class ComputeWriter:
         body = {"instances": [{"instance": url} for url in instances]}
         self._call("POST", f"{self._collection('targetPools')}/{pool}/{verb}", body)
 
-    def delete(self, collection: str, name: str) -> bool:
+    def delete(self, collection: str, name: str, zone: str | None = None) -> bool:
         """True if deleted, False if there was nothing to delete (404); in-use refusals and
         other failures raise ComputeRequestError."""
         try:
-            self._call("DELETE", f"{self._collection(collection)}/{name}")
+            self._call("DELETE", f"{self._collection(collection, zone)}/{name}")
         except ComputeRequestError as exc:
             if exc.not_found:
                 return False
@@ -88,7 +107,11 @@ class ComputeWriter:
         self._wait(payload, url)
 
     def _wait(self, operation: dict[str, Any], url: str) -> None:
-        scope = self._region_url if "/regions/" in url else f"{self._project_url}/global"
+        scope = f"{self._project_url}/global"
+        for kind in ("regions", "zones"):
+            if f"/{kind}/" in url:
+                where = url.split(f"/{kind}/", 1)[1].split("/", 1)[0]
+                scope = f"{self._project_url}/{kind}/{where}"
         while operation.get("status") != "DONE":
             response = self._session.post(
                 f"{scope}/operations/{operation['name']}/wait", timeout=60

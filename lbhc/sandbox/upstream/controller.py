@@ -1,16 +1,19 @@
 """One pass of today's service controller with the GCE cloud provider behind it (the
-"current" profile), over the kube-apiserver fake's Services and Nodes. As k8s.io/cloud-provider's
-service controller does (controllers/service/controller.go):
+"current" profile), over the kube-apiserver fake's Services and Nodes: target pools (`netlb`)
+and its own internal load balancers (`ilb`); RBS Services and, under GKE subsetting, new
+internal ones are ImplementedElsewhere (ingress-gce's, `ingress_gce`). As
+k8s.io/cloud-provider's service controller does (controllers/service/controller.go):
 
 - a load balancer is ensured when the controller first sees its Service (at start, every
   Service) and again whenever the Service changes in a way that matters (needsUpdate), the
   cleanup finalizer added first (addFinalizer), with the nodes stableNodeSetPredicates passes
   (ensureLoadBalancer), which it remembers as the Service's last synced nodes;
 - a node sync runs when a node is added or deleted, or its exclusion label's verdict or its
-  providerID changes (the node informer's handlers): each target-pool Service whose stable node
-  set differs from its last synced nodes gets its pool updated (nodeSyncService,
-  UpdateLoadBalancer). A node tainted ToBeDeletedByClusterAutoscaler or given a
-  deletionTimestamp therefore stays in the pools until something else starts a sync.
+  providerID changes (the node informer's handlers): each Service whose stable node set differs
+  from its last synced nodes gets its load balancer updated (nodeSyncService,
+  UpdateLoadBalancer: a pool's instances, an internal LB's instance groups). A node tainted
+  ToBeDeletedByClusterAutoscaler or given a deletionTimestamp therefore stays in the pools
+  and groups until something else starts a sync.
 
 A failure is retried on the next pass, as the work queues would; a failed node sync of a
 Service, as upstream, by ensuring that Service again. Which code path handles which Service:
@@ -26,7 +29,8 @@ from lbhc.sandbox.cloud_provider import add_finalizer, publish_ingress_ip, relea
 from lbhc.sandbox.kube_fake import KubeFake
 from lbhc.sandbox.seed import LB_CLEANUP_FINALIZER
 
-from . import names
+from . import ilb, names
+from .ilb import InternalLoadBalancers
 from .netlb import ExternalLoadBalancers
 from .nodes import (
     NodeView,
@@ -38,16 +42,26 @@ from .nodes import (
 from .services import Handler, ServiceView, handler
 
 log = logging.getLogger(__name__)
-_RELEASED = (LB_CLEANUP_FINALIZER, names.NETLB_FINALIZER_V1, names.NETLB_FINALIZER_V2)
+# The finalizers the cloud provider's side releases: the service controller's own, and those
+# its NetLB and internal LB code add (ingress-gce releases its own).
+_RELEASED = (LB_CLEANUP_FINALIZER, names.NETLB_FINALIZER_V1, names.ILB_FINALIZER_V1)
 
 
 class CurrentServiceController:
-    def __init__(self, kube: KubeFake, lbs: ExternalLoadBalancers, project: str, zone: str) -> None:
-        self._kube, self.lbs = kube, lbs
+    def __init__(
+        self,
+        kube: KubeFake,
+        lbs: ExternalLoadBalancers,
+        ilbs: InternalLoadBalancers,
+        project: str,
+        zone: str,
+    ) -> None:
+        self._kube, self.lbs, self.ilbs = kube, lbs, ilbs
         self._project, self._zone = project, zone
         self._seen: dict[str, tuple[tuple[Any, ...], Handler]] = {}  # uid -> what was ensured
-        # uid -> a target-pool Service and its last synced nodes (lastSyncedNodes).
-        self._synced: dict[str, tuple[ServiceView, tuple[NodeView, ...]]] = {}
+        # uid -> a Service whose load balancer is this provider's, its last synced nodes
+        # (lastSyncedNodes).
+        self._synced: dict[str, tuple[ServiceView, Handler, tuple[NodeView, ...]]] = {}
         self._nodes: dict[str, NodeView] | None = None  # the previous pass's, by name
 
     def sync(self) -> None:
@@ -88,11 +102,11 @@ class CurrentServiceController:
             return
         if LB_CLEANUP_FINALIZER not in service.finalizers:  # k8s.io/cloud-provider addFinalizer
             add_finalizer(self._kube, obj, LB_CLEANUP_FINALIZER)
-        if kind is Handler.TARGET_POOL:  # stored before the ensure, as storeLastSyncedNodes is
-            self._synced[service.uid] = (service, tuple(stable))
+        if self._owned(service, kind):  # stored before the ensure, as storeLastSyncedNodes is
+            self._synced[service.uid] = (service, kind, tuple(stable))
         else:
             self._synced.pop(service.uid, None)
-        ip = self._ensure(service, kind, self._hosts(stable))
+        ip = self._ensure(obj, service, kind, stable)
         if ip is not None and service.ingress_ips != (ip,):
             publish_ingress_ip(self._kube, service.namespace, service.name, ip)
         self._seen[service.uid] = (fingerprint, kind)
@@ -101,31 +115,45 @@ class CurrentServiceController:
         self._seen.pop(uid, None)
         self._synced.pop(uid, None)
 
+    def _owned(self, service: ServiceView, kind: Handler) -> bool:
+        """The cloud provider makes this Service's load balancer (the others'
+        EnsureLoadBalancer and UpdateLoadBalancer are ImplementedElsewhere)."""
+        if kind is Handler.INTERNAL:
+            rule = self.ilbs.rule(service) is not None
+            return ilb.handles(service, self.ilbs.where, rule)
+        return kind is Handler.TARGET_POOL
+
     def _sync_nodes(self, stable: list[NodeView]) -> None:
-        """syncNodes over the target-pool Services ensured so far (an RBS Service's
-        UpdateLoadBalancer is ImplementedElsewhere; internal ones are not modelled)."""
-        for uid, (service, last) in list(self._synced.items()):
+        """syncNodes over the Services this provider ensured so far."""
+        for uid, (service, kind, last) in list(self._synced.items()):
             old = stable_node_set(last)
-            self._synced[uid] = (service, tuple(stable))
+            self._synced[uid] = (service, kind, tuple(stable))
             if nodes_sufficiently_equal(old, stable):
                 continue
             try:
-                self.lbs.update(service, self._hosts(stable))
+                if kind is Handler.INTERNAL:
+                    self.ilbs.update(service, stable)
+                else:
+                    self.lbs.update(service, self._hosts(stable))
             except Exception:  # servicesToRetry: the Service is synced (ensured) again
                 log.warning(
                     "service controller: node sync of %s failed", service.key, exc_info=True
                 )
                 self._seen.pop(uid, None)
 
-    def _ensure(self, service: ServiceView, kind: Handler, hosts: list[str]) -> str | None:
+    def _ensure(
+        self, obj: dict[str, Any], service: ServiceView, kind: Handler, stable: list[NodeView]
+    ) -> str | None:
         if kind is Handler.TARGET_POOL:
-            return self.lbs.ensure(service, hosts)
-        if kind is Handler.RBS:
-            return self.lbs.ensure_rbs(service)
-        return None  # internal load balancers are not modelled
+            return self.lbs.ensure(service, self._hosts(stable))
+        if not self._owned(service, kind):
+            return None  # ImplementedElsewhere: ingress-gce's
+        if names.ILB_FINALIZER_V1 not in service.finalizers:  # ensureInternalLoadBalancer's
+            add_finalizer(self._kube, obj, names.ILB_FINALIZER_V1)
+        return self.ilbs.ensure(service, stable)
 
     def _delete(self, service: ServiceView, kind: Handler) -> None:
         if kind is Handler.TARGET_POOL:
             self.lbs.ensure_deleted(service)
-        elif kind is Handler.RBS:
-            self.lbs.delete_rbs(service)
+        elif kind is Handler.INTERNAL and ilb.handles_existing(service, self.ilbs.where):
+            self.ilbs.ensure_deleted(service)

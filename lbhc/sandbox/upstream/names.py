@@ -1,14 +1,13 @@
 """Names, descriptions and constants of today's GCE cloud provider, from
 kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_naming.go, gce_clusterid.go,
-gce_healthchecks.go, gce.go, gce_loadbalancer.go, gce_util.go and gce_annotations.go; and the
-shape of ingress-gce's names for the RBS Services the cloud provider leaves to it.
+gce_healthchecks.go, gce.go, gce_loadbalancer.go, gce_util.go, gce_annotations.go and
+gce_loadbalancer_internal.go (ingress-gce's names are in `ingress_gce.names`).
 
 Written from upstream, not imported from lbhc (load_balancer_name is not
 lbhc.planner.names.target_pool_name): the emulator is an independent check on lbhc's names."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from typing import Any
 
@@ -52,6 +51,10 @@ RBS_ENABLED = "enabled"
 NETLB_FINALIZER_V1 = "gke.networking.io/l4-netlb-v1"  # the cloud provider's own NetLB
 NETLB_FINALIZER_V2 = "gke.networking.io/l4-netlb-v2"  # ingress-gce's RBS NetLB
 NETLB_FINALIZER_V3 = "gke.networking.io/l4-netlb-v3"
+# gce_loadbalancer_internal.go ILBFinalizerV1 (the cloud provider's internal LBs) and V2
+# (another controller's: ingress-gce with GKE subsetting).
+ILB_FINALIZER_V1 = "gke.networking.io/l4-ilb-v1"
+ILB_FINALIZER_V2 = "gke.networking.io/l4-ilb-v2"
 
 
 def make_cluster_uid(seed: str) -> str:
@@ -119,42 +122,25 @@ def cluster_firewall_description(cluster_id: str) -> str:
     return f'{{"kubernetes.io/cluster-id":"{cluster_id}"}}'
 
 
-# -- ingress-gce (RBS) --------------------------------------------------------------------------
+# -- internal load balancers (gce_loadbalancer_naming.go, gce_loadbalancer_internal.go) -------
 
 
-def _hash(text: str, length: int) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
+def instance_group_name(cluster_id: str) -> str:
+    """makeInstanceGroupName: k8s-ig--<cluster id>, shared with ingress-gce."""
+    return f"k8s-ig--{cluster_id}" if cluster_id else "k8s-ig"
 
 
-def _trimmed(namespace: str, name: str, budget: int) -> str:
-    half = budget // 2
-    ns = namespace[: max(half, budget - len(name))]
-    return f"{ns}-{name[: budget - len(ns)]}"
+def internal_health_check_name(lb_name: str, cluster_id: str, shared: bool) -> str:
+    """makeHealthCheckName: the nodes check's name for a Cluster Service (a global
+    `healthChecks` resource, not the legacy `httpHealthChecks` one of the same name)."""
+    return nodes_health_check_name(cluster_id) if shared else lb_name
 
 
-def rbs_backend_service_name(kube_system_uid: str, namespace: str, name: str) -> str:
-    """Shaped like ingress-gce's L4Namer.L4Backend (pkg/utils/namer/l4_namer.go),
-    k8s2-{uid}-{ns}-{name}-{suffix} (at most 63 characters); the hashes are the sandbox's,
-    not bit-exact."""
-    cluster = _hash(kube_system_uid, 8)
-    suffix = _hash(f"{cluster};{namespace};{name}", 8)
-    return f"k8s2-{cluster}-{_trimmed(namespace, name, 36)}-{suffix}"
+def internal_health_check_firewall_name(lb_name: str, cluster_id: str, shared: bool) -> str:
+    """makeHealthCheckFirewallName: k8s-<id>-node-hc, or the load balancer's name + -hc."""
+    return f"k8s-{cluster_id}-node-hc" if shared else f"{lb_name}-hc"
 
 
-def rbs_forwarding_rule_name(kube_system_uid: str, namespace: str, name: str) -> str:
-    """Shaped like ingress-gce's L4Namer.L4ForwardingRule (pkg/utils/namer/l4_namer.go),
-    k8s2-{protocol}-{uid}-{ns}-{name}-{suffix}, for TCP."""
-    cluster = _hash(kube_system_uid, 8)
-    suffix = _hash(f"{cluster};{namespace};{name}", 8)
-    return f"k8s2-tcp-{cluster}-{_trimmed(namespace, name, 32)}-{suffix}"
-
-
-def rbs_rule_and_backend(
-    kube_system_uid: str, project: str, region: str, namespace: str, name: str
-) -> tuple[str, str]:
-    """The RBS Service's forwarding rule name and its backend service's reference."""
-    backend = rbs_backend_service_name(kube_system_uid, namespace, name)
-    return (
-        rbs_forwarding_rule_name(kube_system_uid, namespace, name),
-        f"projects/{project}/regions/{region}/backendServices/{backend}",
-    )
+def backend_service_description(service_key: str) -> str:
+    """makeBackendServiceDescription for an unshared backend service."""
+    return f'{{"kubernetes.io/service-name":"{service_key}"}}'

@@ -3,8 +3,8 @@ kubernetes/cloud-provider-gcp providers/gce/gce_loadbalancer_external.go:
 ensureExternalLoadBalancer (with ensureTargetPoolAndHealthCheck, createTargetPoolAndHealthCheck,
 ensureHTTPHealthCheck, ensureHTTPHealthCheckFirewall, ensureAllowNodeFirewall),
 updateExternalLoadBalancer (the node sync's UpdateLoadBalancer: the pool's instances, through
-`pool_hosts`), ensureExternalLoadBalancerDeleted and DeleteExternalTargetPoolAndChecks; and,
-standing in for ingress-gce, the forwarding rule of an RBS Service.
+`pool_hosts`), ensureExternalLoadBalancerDeleted and DeleteExternalTargetPoolAndChecks. RBS
+Services are ingress-gce's (`ingress_gce`), internal ones `ilb`'s.
 
 Left out: static address reservation (the IP a recreated rule must keep is held here instead),
 the l4-netlb-v1 finalizer ensureExternalLoadBalancer and updateExternalLoadBalancer add (the
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbhc.sandbox.compute_fake import ComputeFake
-from lbhc.sandbox.seed import lb_ip
 
 from . import names, shapes
+from .addresses import AddressBook
 from .compute import ComputeRequestError, ComputeWriter
 from .pool_hosts import MAX_CREATE_INSTANCES, Cut, PoolHosts
 from .services import ServiceView
@@ -36,6 +36,18 @@ class Project:
     cluster_id: str  # the ingress-uid ConfigMap's uid
     kube_system_uid: str  # ingress-gce names from it
     node_tags: tuple[str, ...]
+    # GKE subsetting for internal LBs (the cloud provider's AlphaFeatureILBSubsets gate, and
+    # ingress-gce's L4 ILB controller): new internal Services are ingress-gce's, with NEGs.
+    ilb_subsetting: bool = False
+    # The cloud provider's AlphaFeatureSkipIGsManagement gate (gce_alpha.go: it "enabled L4
+    # Regional Backend Services and disables instance group management in service
+    # controller"): its internal LBs link the k8s-ig-- groups ingress-gce keeps.
+    skip_igs_management: bool = False
+
+    @property
+    def zone(self) -> str:
+        """Where a node without a providerID is taken to be."""
+        return f"{self.region}-a"
 
     @property
     def nodes_check(self) -> str:
@@ -102,11 +114,17 @@ def check_firewall(
 
 
 class ExternalLoadBalancers:
-    def __init__(self, compute: ComputeFake, writer: ComputeWriter, where: Project) -> None:
+    def __init__(
+        self,
+        compute: ComputeFake,
+        writer: ComputeWriter,
+        where: Project,
+        addresses: AddressBook | None = None,
+    ) -> None:
         self._compute, self._w, self._p = compute, writer, where
         self.recreations: list[Recreation] = []
         self.deleted_pools: list[str] = []
-        self._held_ips: dict[str, str] = {}  # name -> IP kept while its rule is down
+        self._ips = addresses or AddressBook(compute, where.project, where.region)
         self._hosts = PoolHosts(compute, writer, where.project, where.region)
 
     @property
@@ -125,19 +143,6 @@ class ExternalLoadBalancers:
     def _firewall(self, name: str) -> dict[str, Any] | None:
         return self._compute.firewalls(self._p.project).get(name)
 
-    def _ip_for(self, name: str, rule: dict[str, Any] | None) -> str:
-        """The rule's IP, else the one held for it, else the first free one."""
-        if rule is not None:
-            ip = str(rule["IPAddress"])
-        elif name in self._held_ips:
-            ip = self._held_ips[name]
-        else:
-            used = {str(r.get("IPAddress")) for r in self._rules().values()}
-            used |= set(self._held_ips.values())
-            ip = next(lb_ip(i) for i in range(len(used) + 1) if lb_ip(i) not in used)
-        self._held_ips[name] = ip
-        return ip
-
     # -- ensureExternalLoadBalancer ---------------------------------------------------------
 
     def ensure(self, service: ServiceView, hosts: list[str]) -> str:
@@ -152,7 +157,7 @@ class ExternalLoadBalancers:
             port_range,
             service.protocol,
         )
-        ip = self._ip_for(lb, rule)
+        ip = self._ips.ip_for(lb, rule, ())
         self._ensure_traffic_firewall(service, ip)
 
         # Which check the pool has is judged by whether one named like the load balancer
@@ -192,7 +197,7 @@ class ExternalLoadBalancers:
                 lb, service.key, ip, service.protocol, service.port_numbers, target
             )
             self._insert("forwardingRules", body)
-        self._held_ips.pop(lb, None)
+        self._ips.release(lb)
         return ip
 
     # -- updateExternalLoadBalancer ---------------------------------------------------------
@@ -264,7 +269,7 @@ class ExternalLoadBalancers:
         if self.delete_pool_and_checks(lb, checks):
             self.deleted_pools.append(lb)
         self._w.delete("firewalls", names.firewall_name(lb))
-        self._held_ips.pop(lb, None)
+        self._ips.release(lb)
 
     def delete_pool_and_checks(self, lb: str, checks: list[str]) -> bool:
         """DeleteExternalTargetPoolAndChecks: the pool, then each check; a check another pool
@@ -283,30 +288,3 @@ class ExternalLoadBalancers:
                 "firewalls", names.health_check_firewall_name(self._p.cluster_id, name, nodes)
             )
         return existed
-
-    # -- ingress-gce's RBS forwarding rule ----------------------------------------------------
-
-    def _rbs_names(self, service: ServiceView) -> tuple[str, str]:
-        p = self._p
-        return names.rbs_rule_and_backend(
-            p.kube_system_uid, p.project, p.region, service.namespace, service.name
-        )
-
-    def ensure_rbs(self, service: ServiceView) -> str:
-        """The regional forwarding rule ingress-gce makes (to a backend service the fake does
-        not hold); returns its IP."""
-        rule_name, backend = self._rbs_names(service)
-        rule = self._rules().get(rule_name)
-        ip = self._ip_for(rule_name, rule)
-        if rule is None:
-            body = shapes.rbs_forwarding_rule(
-                rule_name, service.key, ip, service.protocol, service.port_numbers, backend
-            )
-            self._insert("forwardingRules", body)
-        self._held_ips.pop(rule_name, None)
-        return ip
-
-    def delete_rbs(self, service: ServiceView) -> None:
-        rule_name, _ = self._rbs_names(service)
-        self._w.delete("forwardingRules", rule_name)
-        self._held_ips.pop(rule_name, None)

@@ -23,7 +23,8 @@ _COMPUTE = "https://www.googleapis.com/compute/v1/"
 
 @dataclass(frozen=True)
 class NodeView:
-    """The fields of a Node the service controller reads, from the raw API object."""
+    """The fields of a Node the service controller (and ingress-gce's zonegetter) reads,
+    from the raw API object."""
 
     name: str
     uid: str
@@ -31,10 +32,18 @@ class NodeView:
     labels: tuple[tuple[str, str], ...]
     taint_keys: tuple[str, ...]
     deleting: bool
+    ready: bool | None = True  # no Ready condition other than True; None: no conditions at all
+    unschedulable: bool = False
+    pod_cidr: str = ""
+    internal_ip: str = ""
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> NodeView:
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        status = obj.get("status") or {}
+        conditions = status.get("conditions") or []
+        unready = any(c.get("type") == "Ready" and c.get("status") != "True" for c in conditions)
+        addresses = [a for a in status.get("addresses") or [] if a.get("type") == "InternalIP"]
         return cls(
             name=str(meta.get("name") or ""),
             uid=str(meta.get("uid") or ""),
@@ -42,10 +51,21 @@ class NodeView:
             labels=tuple(sorted((meta.get("labels") or {}).items())),
             taint_keys=tuple(str(t.get("key") or "") for t in spec.get("taints") or ()),
             deleting=bool(meta.get("deletionTimestamp")),
+            ready=(not unready) if conditions else None,
+            unschedulable=bool(spec.get("unschedulable")),
+            pod_cidr=str(spec.get("podCIDR") or ""),
+            internal_ip=str(addresses[0].get("address") or "") if addresses else "",
         )
 
     def label(self, key: str) -> str | None:
         return dict(self.labels).get(key)
+
+    @property
+    def zone(self) -> str:
+        """The zone of a providerID gce://PROJECT/ZONE/NAME; "" without one (zonegetter's
+        getZone, which skips such a node)."""
+        parts = self.provider_id.removeprefix("gce://").split("/")
+        return parts[1] if self.provider_id.startswith("gce://") and len(parts) == 3 else ""
 
 
 def is_included(node: NodeView) -> bool:

@@ -1,6 +1,8 @@
-"""What today's GCE cloud provider (and ingress-gce, for RBS Services) would have made for the
-seeded cluster, written straight into the Compute fake through its seeding API (no journal
-entries, no operations), in the shapes `netlb` makes at run time."""
+"""What today's GCE cloud provider would have made for the seeded cluster's target-pool
+Services, written straight into the Compute fake through its seeding API (no journal
+entries, no operations), in the shapes `netlb` makes at run time; including what it no longer
+makes (a pool without a check). The backend-service load balancers are made by the emulated
+controllers themselves before the sandbox is handed over (lbhc.sandbox.sandbox)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 
 from lbhc.sandbox.compute_fake import ComputeFake
 
-from . import names, shapes
+from . import shapes
 from .netlb import Project, check_firewall, traffic_firewall, wanted_health_check
 from .services import Handler, ServiceView, handler
 
@@ -22,19 +24,16 @@ def provision(
     *,
     without_check: Collection[str] = (),
 ) -> None:
-    """Every LoadBalancer Service's load balancer, at the IP its status already publishes:
-    a target-pool Service gets its traffic firewall, the check its traffic policy wants (and
-    that check's firewall) and a pool carrying it, and its forwarding rule; a Service whose
-    key is in `without_check` gets a pool with no check, as a cloud provider older than the
-    nodes check made it; an RBS Service gets only a forwarding rule to a backend service."""
+    """Every target-pool Service's load balancer, at the IP its status already publishes:
+    its traffic firewall, the check its traffic policy wants (and that check's firewall) and
+    a pool carrying it, and its forwarding rule; a Service whose key is in `without_check`
+    gets a pool with no check, as a cloud provider older than the nodes check made it."""
     for obj in services:
         service = ServiceView.of(obj)
         if service.type != "LoadBalancer" or not service.ingress_ips:
             continue
-        kind, ip = handler(service), service.ingress_ips[0]
-        if kind is Handler.RBS:
-            _rbs_rule(fake, where, service, ip)
-        elif kind is Handler.TARGET_POOL:
+        if handler(service) is Handler.TARGET_POOL:
+            ip = service.ingress_ips[0]
             _load_balancer(fake, where, service, ip, hosts, service.key not in without_check)
 
 
@@ -48,8 +47,7 @@ def _rule(fake: ComputeFake, where: Project, body: dict[str, Any]) -> None:
         where.project,
         where.region,
         body["name"],
-        target=body.get("target", ""),
-        backend_service=body.get("backendService", ""),
+        target=body["target"],
         description=body["description"],
         ip_address=body["IPAddress"],
         port_range=body["portRange"],
@@ -86,11 +84,3 @@ def _load_balancer(
     )
     target, protocol, ports = pool["selfLink"], service.protocol, service.port_numbers
     _rule(fake, where, shapes.forwarding_rule(lb, service.key, ip, protocol, ports, target))
-
-
-def _rbs_rule(fake: ComputeFake, where: Project, service: ServiceView, ip: str) -> None:
-    rule, backend = names.rbs_rule_and_backend(
-        where.kube_system_uid, where.project, where.region, service.namespace, service.name
-    )
-    protocol, ports = service.protocol, service.port_numbers
-    _rule(fake, where, shapes.rbs_forwarding_rule(rule, service.key, ip, protocol, ports, backend))

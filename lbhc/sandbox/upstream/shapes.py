@@ -157,13 +157,6 @@ def forwarding_rule(
     return {**_rule(name, service_key, ip, protocol, ports), "target": target}
 
 
-def rbs_forwarding_rule(
-    name: str, service_key: str, ip: str, protocol: str, ports: Sequence[int], backend: str
-) -> Body:
-    """The regional rule ingress-gce makes for an RBS Service, to its backend service."""
-    return {**_rule(name, service_key, ip, protocol, ports), "backendService": backend}
-
-
 def _rule(name: str, service_key: str, ip: str, protocol: str, ports: Sequence[int]) -> Body:
     return {
         "name": name,
