@@ -117,6 +117,24 @@ class SandboxView:
         )
         return {state for pool in pools for state in self._gce.get_health(pool, url)}
 
+    def backend_states(self, node_name_: str) -> dict[str, str]:
+        """Backend service -> the node's state in its group of the node's zone, as GCE's
+        getHealth answers (HEALTHY, UNHEALTHY), or "out" when the group does not list it."""
+        spec = self._sandbox.spec
+        url = f"projects/{spec.project}/zones/{spec.zone}/instances/{node_name_}"
+        found: dict[str, str] = {}
+        for backend in self._gce.read_backends().services:
+            for group in backend.backends:
+                if f"/zones/{spec.zone}/" not in group:
+                    continue
+                states = self._gce.backend_health(backend.name, group).get(url)
+                if states is None:
+                    found[backend.name] = "out"
+                else:
+                    healthy = all(s == "HEALTHY" for s in states)
+                    found[backend.name] = "HEALTHY" if healthy else "UNHEALTHY"
+        return found
+
     def events(self, reason: str) -> list[dict[str, Any]]:
         return [e for e in self._sandbox.kube.objects("Event") if e.get("reason") == reason]
 

@@ -34,6 +34,7 @@ from lbhc.sandbox.seed import SandboxSpec, kube_proxy_pod, node, node_name
 from lbhc.settings import Settings, load_settings
 
 IDENTITY = "lbhc-demo"
+LET_GO = frozenset({"UNHEALTHY", "out"})
 TAINT = "ToBeDeletedByClusterAutoscaler"
 OLD_KUBE_PROXY = "v1.6.13"  # before 1.7.2: no /healthz a cloud health checker can reach
 
@@ -129,13 +130,19 @@ class Demo:
         return result
 
     def settings(self) -> Settings:
-        spec = self.sandbox.spec
+        """Production defaults, but GCE's own view read at the demo's pace: health checking
+        runs `time_scale` times real time, so the read budget and the sampling period scale
+        with it (30 reads a minute and 60 s at 0.25 become 120 and 15 s), as they would
+        against checks that fast."""
+        spec, scale = self.sandbox.spec, self.options.time_scale
         return load_settings(
             project=spec.project,
             region=spec.region,
             node_tags="gke-sandbox-node",
             gce_endpoint=self.sandbox.compute_url,
             kubeconfig=str(self.sandbox.kubeconfig),
+            lb_health_reads_per_minute=min(1500, round(30 / scale)),
+            lb_health_sample_sec=60 * scale,
         )
 
     # -- steps ----------------------------------------------------------------------------------
@@ -181,6 +188,9 @@ class Demo:
                 f"firewall: {len(self.blocked)} pool(s) probe-blocked, failing open ({why}); "
                 "lbhc's own rule admits them once GCE shows the nodes answer the port"
             )
+        elif why := next((s.probe_reach_reason for s in report.services if s.probe_reach), ""):
+            # Another controller's rule without destination ranges admits every probe.
+            self.timeline.say(f"firewall: no load balancer's probes blocked ({why})")
 
     def step_converge(self, settings: Settings) -> None:
         options = RunOptions(
@@ -269,6 +279,7 @@ class Demo:
             f"{bound:.2f}s at time scale {self.options.time_scale})"
         )
         check(down[0] - tainted_at <= bound, "drained within the bound")
+        self._backends_let_go(victim, timeout)
         endpoint = self.sandbox.fleet.endpoint(victim) if self.sandbox.fleet else None
         check(endpoint is not None, f"{victim}'s kube-proxy is listening")
         host, port = endpoint  # type: ignore[misc]
@@ -290,18 +301,35 @@ class Demo:
             f"kube-proxy on {victim}: /healthz 503, /livez 200, Pod Ready; lbhc says "
             f"draining; {report.kube_proxy.message}"
         )
-        verified = wait_until(
+        wait_until(
             lambda: self._verified_unhealthy(victim),
             timeout,
             "the controller's own getHealth reads to verify the drain",
         )
-        # Which pool of a class is read depends on the classes when the taint was seen: the
-        # count, not the names, is what the timeline shows.
-        classes = verified.count("UNHEALTHY in target pool")
         self.timeline.say(
-            f"lbhc's verdict verified against GCE's own view: {victim} read UNHEALTHY by the "
-            f"controller's getHealth in one pool of each of the {classes} class(es) of pools "
-            "holding it"
+            f"lbhc's verdict verified against GCE's own view: {victim} read UNHEALTHY (or out) "
+            "by the controller's getHealth in each class of load balancers holding it, target "
+            "pools and backend services alike"
+        )
+
+    def _backends_let_go(self, victim: str, timeout: float) -> None:
+        """Backend services (ingress-gce's, the cloud provider's internal one) stop sending the
+        node new connections too: UNHEALTHY on their own checks, or taken out of their NEG."""
+        if not self.view.backend_states(victim):
+            return  # the legacy world has none
+
+        def let_go() -> dict[str, str]:
+            states = self.view.backend_states(victim)
+            return states if states and set(states.values()) <= LET_GO else {}
+
+        states = wait_until(
+            let_go, timeout, f"{victim} UNHEALTHY in, or out of, every backend service"
+        )
+        unhealthy = sum(1 for v in states.values() if v == "UNHEALTHY")
+        out = len(states) - unhealthy
+        self.timeline.say(
+            f"{victim} UNHEALTHY in {unhealthy} backend service(s) and out of {out} (ingress-gce "
+            "took it out of its NEG, with connection draining): lbhc wrote nothing there"
         )
 
     def _verified_unhealthy(self, victim: str) -> str:

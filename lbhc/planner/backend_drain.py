@@ -66,7 +66,11 @@ def backend_drain_views(
 def _backend_drain(lb: BackendLb, config: PlannerConfig, probes: PoolReach | None) -> BackendDrain:
     name, key, check = lb.backend.name, lb.service.key, lb.check
     local = lb.service.spec.external_traffic_policy == "Local"
-    view = LbDrainView(name, key, PoolDrainKind.OTHER, lb.check_name, lb=LbKind.BACKEND_SERVICE)
+    # A regional and a global check may share a name (ingress-gce names both its external and
+    # its internal shared check k8s2-<hash>-l4-shared-hc): the scope tells them apart, so
+    # they never share a class.
+    shown = f"{lb.check_name} ({check.region or 'global'})" if check is not None else lb.check_name
+    view = LbDrainView(name, key, PoolDrainKind.OTHER, shown, lb=LbKind.BACKEND_SERVICE)
     if probes is not None:
         view = replace(view, reach=probes.reach.value)
     if probes is not None and probes.blocked and not local:

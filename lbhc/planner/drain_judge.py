@@ -15,7 +15,7 @@ from lbhc.model.lb_health import HealthReading, LbHealthView
 from lbhc.planner.backend_drain import BackendDrain, BackendMembership, backend_membership
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.config import PlannerConfig
-from lbhc.planner.drain import DrainState, NodeDrain, node_drain
+from lbhc.planner.drain import DrainState, NodeDrain, marked_at, marked_epoch, node_drain
 from lbhc.planner.drain_evidence import membership, verify_drain
 from lbhc.planner.lb_views import LbDrainView, LbKind, LbRemoval
 from lbhc.planner.nodes import (
@@ -24,6 +24,13 @@ from lbhc.planner.nodes import (
     is_gke_drain_labelled,
 )
 from lbhc.planner.pool_classes import ClassVerdict, PoolClass, with_failing_open
+
+
+def _read_since(lb: LbHealthView, backend: str, node: str, since: float | None) -> bool:
+    """GCE answered for the node there after it was marked: only such an answer can stand for
+    or against a derivation of what happened since (the NEG controller's resync)."""
+    reading = lb.newest_in(frozenset((backend,)), node, known=True, max_age=lb.max_age)
+    return reading is not None and since is not None and reading.at >= since
 
 
 class DrainJudge:
@@ -60,9 +67,19 @@ class DrainJudge:
             return node_drain(node, facts, pools)  # the common case, judged once
         lb = self._lb
         backends = self._membership(node)  # instance groups as read, NEGs derived
-        # What GCE's getHealth showed of it, in pools and backend services alike.
-        held = membership(node.name, (*pools, *backends.held), self._classes, lb, lb.max_age)
-        out = (*backends.taken_out, *self._shown_out(held.cut_backends))
+        derived = {r.view.name: r for r in backends.taken_out if r.derived}
+        # What GCE's getHealth showed of it, in pools and backend services alike; where it
+        # showed a NEG's group, that replaces the derivation, whichever way it goes.
+        candidates = (*pools, *backends.held, *(r.view for r in derived.values()))
+        held = membership(node.name, candidates, self._classes, lb, lb.max_age)
+        since = marked_epoch(marked_at(node))
+        unread = {name for name in derived if not _read_since(lb, name, node.name, since)}
+        held = replace(held, held=tuple(v for v in held.held if v.name not in unread))
+        out = (
+            *(r for r in backends.taken_out if not r.derived),
+            *(derived[name] for name in sorted(unread)),
+            *self._shown_out(held.cut_backends),
+        )
         drain = node_drain(node, facts, held.held, out)
         backends = BackendMembership(
             tuple(v for v in held.held if v.lb is LbKind.BACKEND_SERVICE), out
