@@ -8,6 +8,10 @@ import json
 import uuid
 from typing import Any
 
+# The GCP project of the nodes' VMs: the bench world's (tests/bench/world.py PROJECT), so a
+# node's providerID names a VM the Compute fake holds.
+PROJECT = "bench-project"
+
 
 def node(i: int, kubelet: str = "v1.31.4-gke.1072000") -> dict[str, Any]:
     name = f"gke-bench-pool-{i // 1000}-{i:05d}"
@@ -39,7 +43,9 @@ def node(i: int, kubelet: str = "v1.31.4-gke.1072000") -> dict[str, Any]:
             "annotations": {
                 "container.googleapis.com/instance_id": str(10**18 + i),
                 "csi.volume.kubernetes.io/nodeid": json.dumps(
-                    {"pd.csi.storage.gke.io": f"projects/p/zones/us-central1-a/instances/{name}"}
+                    {
+                        "pd.csi.storage.gke.io": f"projects/{PROJECT}/zones/us-central1-a/instances/{name}"
+                    }
                 ),
                 "node.alpha.kubernetes.io/ttl": "0",
                 "node.gke.io/last-applied-node-labels": "cloud.google.com/gke-boot-disk=pd-balanced,cloud.google.com/gke-nodepool=pool",
@@ -66,7 +72,7 @@ def node(i: int, kubelet: str = "v1.31.4-gke.1072000") -> dict[str, Any]:
         "spec": {
             "podCIDR": f"10.{i // 250}.{i % 250}.0/24",
             "podCIDRs": [f"10.{i // 250}.{i % 250}.0/24"],
-            "providerID": f"gce://p/us-central1-a/{name}",
+            "providerID": f"gce://{PROJECT}/us-central1-a/{name}",
         },
         "status": {
             "addresses": [

@@ -40,9 +40,10 @@ from typing import Any, Self
 from lbhc.model.cloud import http_health_check_url
 from lbhc.planner.names import cluster_id_from_uid, shared_resource_name
 from lbhc.settings import Settings, load_settings
+from tests.bench import objects
 from tests.worlds import compute_fake, seed_cluster
 
-PROJECT, REGION = "bench-project", "us-central1"
+PROJECT, REGION = objects.PROJECT, "us-central1"
 NODE_TAG = "gke-bench-node"
 BASE_NAME = "k8s-l4-healthcheck"
 KUBE_SYSTEM_UID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "bench/kube-system"))
@@ -89,6 +90,9 @@ class WorldSpec:
     mutation_quota: float | None = None  # the API's own limit: 403 rateLimitExceeded beyond
     converged: bool = False  # the shared pair exists and every Cluster pool carries it
     kube_proxy_pods: bool = True
+    # Every n-th Service uses an ingress-gce backend service instead of a target pool (3: a
+    # third of them; 0: none).
+    rbs_every: int = 0
 
 
 def call_kind(method: str, path: str) -> str:
@@ -255,7 +259,9 @@ class _World:
         from lbhc.sandbox.cloud_provider import provision_load_balancers
         from lbhc.sandbox.compute_fake import ComputeFakeServer
         from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
+        from lbhc.sandbox.upstream.ingress_gce.names import L4Namer
         from tests.bench import objects
+        from tests.bench.backend_lbs import make_rbs, provision_backend_lbs
 
         started = time.monotonic()
         self.spec = spec
@@ -264,9 +270,15 @@ class _World:
         self.compute = compute_fake(PROJECT)  # operations take no time until it is built
         seed_cluster(self.kube, kube_system_uid=KUBE_SYSTEM_UID, namespaces=("lbhc-system",))
         nodes, services, pods = objects.cluster(spec.nodes, spec.services, spec.local_share)
-        for obj in [*nodes, *services, *(pods if spec.kube_proxy_pods else [])]:
-            self.kube.upsert(obj)
         self._nodes = [Node.model_validate(n) for n in nodes]
+        rbs = make_rbs(services, spec.rbs_every)
+        self.backend_services = provision_backend_lbs(
+            self.compute, PROJECT, REGION, rbs, self._nodes, L4Namer(KUBE_SYSTEM_UID, "bench"), 0
+        )
+        chosen = {id(s) for s in rbs}
+        services = [s for s in services if id(s) not in chosen]
+        for obj in [*nodes, *services, *rbs, *(pods if spec.kube_proxy_pods else [])]:
+            self.kube.upsert(obj)
         members = self._nodes if spec.pool_instances is None else self._nodes[: spec.pool_instances]
         self._members = members
         self._provision: Callable[..., list[str]] = provision_load_balancers
@@ -291,6 +303,7 @@ class _World:
             "compute_url": self.compute_server.url,
             "cluster_pools": self.cluster_pools,
             "local_pools": local,
+            "backend_services": len(self.backend_services),
             "pool_instances": len(members),
             "build_seconds": round(time.monotonic() - started, 1),
         }
