@@ -120,6 +120,25 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     assert "| full-pools | 20 | 1000 |" in text and "#### Targets" in text
 
 
+def test_scale_bench_mixed_smoke(tmp_path: Path) -> None:
+    """A third of the Services on backend services: lbhc writes nothing there, and a resync
+    reads one page more of each kind, plus the shared group's members, not one per Service."""
+    from tests.bench.scale_bench import main as scale_main
+
+    out = tmp_path / "mixed.json"
+    args = ["--nodes", "20", "--services", "12", "--resyncs", "1", "--in-process"]
+    args += ["--timeout", "120", "--variants", "backend-third", "--json", str(out)]
+    assert scale_main(args) == 0
+    figures = json.loads(out.read_text())["backend-third"]
+    cold, steady = figures["cold_start"], figures["steady_state"]
+    assert cold["backend_services"] == 4  # every third of 12
+    assert cold["attached"] == cold["cluster_services"]  # only target pools get lbhc's check
+    assert steady["writes"] == 0 and steady["changes"] == 0
+    # 10 as above, plus the shared instance group's one page of members
+    assert steady["reads"] == steady["reads_allowed"] == 11
+    assert steady["gce_calls"]["POST instanceGroups"] == 1  # listInstances
+
+
 def test_burst_bench_smoke(tmp_path: Path) -> None:
     from tests.bench.burst_bench import main as burst_main
 

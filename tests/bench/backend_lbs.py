@@ -14,7 +14,9 @@ from typing import Any
 from lbhc.model.cloud import instance_url, resource_path
 from lbhc.model.cluster import Node
 from lbhc.sandbox.compute_fake import ComputeFake
-from lbhc.sandbox.upstream.ingress_gce.names import L4Namer
+from lbhc.sandbox.upstream.ingress_gce import shapes
+from lbhc.sandbox.upstream.ingress_gce.names import XLB, L4Namer
+from lbhc.sandbox.upstream.services import ServiceView
 
 RBS_ANNOTATION = "cloud.google.com/l4-rbs"
 BACKEND_SERVICE_ANNOTATION = "service.kubernetes.io/backend-service"
@@ -36,7 +38,6 @@ def provision_backend_lbs(
     services: Sequence[dict[str, Any]],
     nodes: Sequence[Node],
     namer: L4Namer,
-    first_ip: int,
 ) -> list[str]:
     """The load balancers of `services` (Service dicts, annotated here); returns the
     backend services' names."""
@@ -46,54 +47,30 @@ def provision_backend_lbs(
         _, vm_project, _, vm_zone, _, name = resource_path(url).split("/")
         fake.add_instance(vm_project, vm_zone, name)
     group = fake.add_instance_group(project, zone, namer.instance_group, instances=vms)
-    check = fake.add_health_check(
-        project,
-        namer.health_check("", "", shared=True),
-        region=region,
-        type="HTTP",
-        httpHealthCheck={"port": 10256, "requestPath": "/healthz"},
-        checkIntervalSec=8,
-        timeoutSec=1,
-        healthyThreshold=1,
-        unhealthyThreshold=3,
-    )
+    checks: dict[str, str] = {}  # name -> selfLink: the shared one made once
     made: list[str] = []
-    for index, obj in enumerate(services):
-        meta = obj["metadata"]
-        name = namer.backend(meta["namespace"], meta["name"])
-        own = check
-        if obj["spec"].get("externalTrafficPolicy") == "Local":  # its own, 3 s x 2
-            own = fake.add_health_check(
-                project,
-                name,
-                region=region,
-                type="HTTP",
-                httpHealthCheck={"port": 30000 + index % 2000, "requestPath": "/healthz"},
-                checkIntervalSec=3,
-                timeoutSec=1,
-                healthyThreshold=1,
-                unhealthyThreshold=2,
-            )
+    for obj in services:
+        service = ServiceView.of(obj)
+        wanted = shapes.health_check(namer, service, XLB)
+        name = wanted.pop("name")
+        if name not in checks:
+            checks[name] = fake.add_health_check(project, name, region=region, **wanted)["selfLink"]
         backend = fake.add_backend_service(
             project,
             region,
-            name,
+            namer.backend(service.namespace, service.name),
             protocol="TCP",
-            healthChecks=[own["selfLink"]],
+            healthChecks=[checks[name]],
             backends=[{"group": group["selfLink"]}],
             connectionDraining={"drainingTimeoutSec": 30},
         )
         fake.add_forwarding_rule(
             project,
             region,
-            "a" + meta["uid"].replace("-", "")[:31],  # l4netlb.go frName: the pool's name
+            service.lb_name,  # l4netlb.go frName: the cloud provider's name, "a" + UID
             backend_service=backend["selfLink"],
-            ip_address=_ip(first_ip + index),
+            ip_address=obj["status"]["loadBalancer"]["ingress"][0]["ip"],
         )
-        meta["annotations"][BACKEND_SERVICE_ANNOTATION] = name
-        made.append(name)
+        obj["metadata"]["annotations"][BACKEND_SERVICE_ANNOTATION] = backend["name"]
+        made.append(backend["name"])
     return made
-
-
-def _ip(index: int) -> str:
-    return f"34.{100 + index // 65536}.{index // 256 % 256}.{index % 256}"

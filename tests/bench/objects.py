@@ -171,6 +171,7 @@ def service(i: int, policy: str) -> dict[str, Any]:
             "ipFamilyPolicy": "SingleStack",
             "allocateLoadBalancerNodePorts": True,
             "internalTrafficPolicy": "Cluster",
+            **({"healthCheckNodePort": 32000 + i % 700} if policy == "Local" else {}),
         },
         "status": {
             "loadBalancer": {"ingress": [{"ip": f"34.2.{i // 250}.{i % 250}", "ipMode": "VIP"}]}

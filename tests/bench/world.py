@@ -273,7 +273,7 @@ class _World:
         self._nodes = [Node.model_validate(n) for n in nodes]
         rbs = make_rbs(services, spec.rbs_every)
         self.backend_services = provision_backend_lbs(
-            self.compute, PROJECT, REGION, rbs, self._nodes, L4Namer(KUBE_SYSTEM_UID, "bench"), 0
+            self.compute, PROJECT, REGION, rbs, self._nodes, L4Namer(KUBE_SYSTEM_UID, "bench")
         )
         chosen = {id(s) for s in rbs}
         services = [s for s in services if id(s) not in chosen]
