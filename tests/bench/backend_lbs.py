@@ -43,9 +43,9 @@ def provision_backend_lbs(
     backend services' names."""
     zone = f"{region}-a"
     vms = [instance_url(node, project, zone) for node in nodes]
-    for url in vms:  # an instance group holds VMs that exist
+    for node, url in zip(nodes, vms, strict=True):  # an instance group holds VMs that exist
         _, vm_project, _, vm_zone, _, name = resource_path(url).split("/")
-        fake.add_instance(vm_project, vm_zone, name)
+        fake.add_instance(vm_project, vm_zone, name, network_ip=node.internal_ip or None)
     group = fake.add_instance_group(project, zone, namer.instance_group, instances=vms)
     checks: dict[str, str] = {}  # name -> selfLink: the shared one made once
     made: list[str] = []
