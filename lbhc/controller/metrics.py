@@ -103,15 +103,17 @@ class Metrics:
         )
         self.pools_failing_open = Gauge(
             "pools_failing_open",
-            "Target pools in a class whose every sampled serving node GCE's getHealth calls "
-            "UNHEALTHY, longer than the check's drain bound, while kube-proxy is healthy",
+            "Load balancers (target pools and backend services) in a class whose every sampled "
+            "serving node GCE's getHealth calls UNHEALTHY, longer than the check's drain bound, "
+            "while kube-proxy is healthy",
             namespace=NAMESPACE,
             registry=r,
         )
         self.pool_classes = Gauge(
             "pool_classes",
-            "Classes of target pools probed alike (same check, same probe reach) by what GCE's "
-            "getHealth says of them (healthy, degraded, failing-open, unverified, not-sampled)",
+            "Classes of load balancers probed alike (same kind, same check, same probe reach) by "
+            "what GCE's getHealth says of them (healthy, degraded, failing-open, unverified, "
+            "not-sampled)",
             ["health"],
             namespace=NAMESPACE,
             registry=r,
