@@ -30,6 +30,7 @@ from lbhc.model.plan import Plan
 from lbhc.planner.applied import cloud_after
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.kube_proxy import nodes_to_probe
+from lbhc.planner.nodes import is_leaving
 from lbhc.planner.planner import shared_name_for
 from lbhc.planner.status import StatusReport, assess
 from lbhc.probe.prober import NodeProber
@@ -156,7 +157,8 @@ class Controller:
         started = time.monotonic()
         _, name = shared_name_for(self._cache.kube_system_uid, self._config)
         try:
-            cloud = self._gce.read_snapshot(name, backends=True)
+            leaving = self._cache.any_node(is_leaving)
+            cloud = self._gce.read_snapshot(name, backends=True, group_members=leaving)
         except Exception:
             self.gce_ok = False
             raise

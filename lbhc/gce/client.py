@@ -695,14 +695,20 @@ class GceClient:
 
     # ---- the snapshot ------------------------------------------------------------------
     def read_snapshot(
-        self, shared_name: str, *, complete: bool = False, backends: bool = False
+        self,
+        shared_name: str,
+        *,
+        complete: bool = False,
+        backends: bool = False,
+        group_members: bool = True,
     ) -> CloudSnapshot:
         """The shared pair by name, and every pool and forwarding rule in the region. A list
         that cannot be read in full becomes a gap (the planner then withholds removals);
         a failed read of a shared resource raises, since nothing sound can be planned.
         `complete`: a list that fails raises GceReadError instead, one line naming it and
         the fix (one-shot commands show nothing from a partial view). `backends`: read the
-        backend-service load balancers too, for status; plans never need them."""
+        backend-service load balancers too, for status; plans never need them.
+        `group_members`: with them, the shared instance groups' members (see read_backends)."""
         gaps: list[str] = []
         check = self.get_http_health_check(shared_name)
         firewall: Firewall | None = None
@@ -738,18 +744,20 @@ class GceClient:
             firewall_unreadable=firewall_unreadable,
             effective_firewall=effective,
             effective_firewall_unreadable=effective_unreadable,
-            backends=self.read_backends() if backends else BackendView(),
+            backends=self.read_backends(group_members) if backends else BackendView(),
         )
 
-    def read_backends(self) -> BackendView:
+    def read_backends(self, group_members: bool = True) -> BackendView:
         """Backend services, checks and shared instance groups' members: a few list pages a
         pass. Not a gap when it fails: lbhc writes nothing there, and status says why their
-        coverage and drain are unknown."""
+        coverage and drain are unknown. `group_members`: the members are judged only for
+        nodes leaving (marked for deletion, or labelled for a GKE drain), and a group lists
+        every node, one page per 500: without such a node they are not read."""
         try:
             services = tuple(self.list_backend_services())
             checks = {resource_path(c.self_link): c for c in self.list_health_checks()}
             shared = {g for s in services for g in s.backends if is_shared_instance_group(g)}
-            groups = sorted(shared)
+            groups = sorted(shared) if group_members else []
             members = {resource_path(g): self.list_group_instances(g) for g in groups}
         except (core.GoogleAPICallError, OSError) as exc:
             return BackendView(unreadable=describe_gce_error(exc))

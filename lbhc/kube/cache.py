@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from lbhc.kube.decode import Undecodable
@@ -136,6 +136,12 @@ class ClusterCache:
             for resource, store in self._stores.items()
             if store.undecodable and resource in PLANNING_RESOURCES
         )
+
+    def any_node(self, predicate: Callable[[Node], bool]) -> bool:
+        """Whether some cached node satisfies `predicate` (without a whole snapshot)."""
+        with self._lock:
+            nodes = tuple(self._stores[Resource.NODES].objects.values())
+        return any(predicate(node) for node in nodes)  # type: ignore[arg-type]
 
     def snapshot(self) -> ClusterSnapshot:
         with self._lock:

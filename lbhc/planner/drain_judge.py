@@ -18,11 +18,7 @@ from lbhc.planner.config import PlannerConfig
 from lbhc.planner.drain import DrainState, NodeDrain, marked_at, marked_epoch, node_drain
 from lbhc.planner.drain_evidence import membership, verify_drain
 from lbhc.planner.lb_views import LbDrainView, LbKind, LbRemoval
-from lbhc.planner.nodes import (
-    is_being_deleted,
-    is_excluded_from_load_balancers,
-    is_gke_drain_labelled,
-)
+from lbhc.planner.nodes import is_excluded_from_load_balancers, is_leaving
 from lbhc.planner.pool_classes import ClassVerdict, PoolClass, with_failing_open
 
 
@@ -59,11 +55,7 @@ class DrainJudge:
 
     def judge(self, node: Node, facts: KubeProxyFacts) -> NodeDrain:
         pools = self._pools
-        if (
-            pools is None
-            or is_excluded_from_load_balancers(node)
-            or not (is_being_deleted(node) or is_gke_drain_labelled(node))
-        ):
+        if pools is None or is_excluded_from_load_balancers(node) or not is_leaving(node):
             return node_drain(node, facts, pools)  # the common case, judged once
         lb = self._lb
         backends = self._membership(node)  # instance groups as read, NEGs derived

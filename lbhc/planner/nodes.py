@@ -59,3 +59,9 @@ def is_serving(node: Node, kube_proxy_pod: str) -> bool:
         and not is_gke_drain_labelled(node)
         and kube_proxy_pod in ("", "ready")
     )
+
+
+def is_leaving(node: Node) -> bool:
+    """Marked for deletion, or labelled for a GKE drain: a node whose load balancers'
+    membership matters now."""
+    return is_being_deleted(node) or is_gke_drain_labelled(node)

@@ -104,3 +104,13 @@ def test_a_backend_read_that_fails_is_unreadable_not_a_gap(compute: ComputeEnv) 
     snapshot = compute.client(max_attempts=1).read_snapshot("k8s-l4-healthcheck-x", backends=True)
     assert snapshot.complete  # lbhc's own removals are not withheld for it
     assert "403" in snapshot.backends.unreadable
+
+
+def test_the_groups_members_are_read_only_when_asked(compute: ComputeEnv) -> None:
+    """The controller asks only while a node is leaving: a group lists every node."""
+    seed(compute, rbs_services=1)
+    compute.fake.clear_journal()
+    view = compute.client().read_backends(group_members=False)
+    assert view.unreadable == "" and view.members == {}
+    assert not [e for e in compute.fake.journal if e.path.endswith("/listInstances")]
+    assert len(compute.fake.journal) == 3  # backend services, global and regional checks
