@@ -440,6 +440,7 @@ class Demo:
         )
         self.summary.gc_complete = True
         removed_first = len(cluster_pools) - detaches
+        self.summary.removed_before_detach = removed_first
         self.timeline.say(
             f"{detaches} pool(s) detached by lbhc"
             + (f", {removed_first} removed by the cloud provider first" if removed_first else "")

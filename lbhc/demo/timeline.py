@@ -32,6 +32,9 @@ class DemoSummary:
     gce_mutations: int = 0
     backfilled: int = 0  # Cluster pools made without a check, given lbhc's
     covered_by_cloud_provider: int = 0  # Cluster pools carrying its k8s-<uid>-node
+    # At clean-up, pools the cloud provider deleted before lbhc detached its check from them
+    # (a race the Services' deletion starts: nothing is left to detach there).
+    removed_before_detach: int = 0
     steps: list[StepResult] = field(default_factory=list)
 
     @property
@@ -53,6 +56,7 @@ class DemoSummary:
             "gce_mutations": self.gce_mutations,
             "pools_backfilled": self.backfilled,
             "pools_covered_by_cloud_provider": self.covered_by_cloud_provider,
+            "pools_removed_before_detach": self.removed_before_detach,
             "steps": [step.to_json() for step in self.steps],
         }
 
