@@ -84,3 +84,21 @@ def compute() -> Iterator[ComputeEnv]:
     fake = compute_fake(PROJECT)
     with ComputeFakeServer(fake) as server:
         yield ComputeEnv(fake, server.url)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The e2e tests' measured durations (tests/e2e/conftest.py, record_measurement), taken
+    from the reports: here, not in tests/e2e, because under pytest-xdist the process that
+    writes the summary never loads that directory's conftest."""
+    measurements = [
+        m
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        for m in getattr(report, "lbhc_e2e_measurements", None) or ()
+    ]
+    if not measurements:
+        return
+    terminalreporter.section("lbhc e2e measurements")
+    for m in measurements:
+        line = f"{m['world']:4} {m['what']}: {m['seconds']:.2f} s (limit {m['limit']:.2f} s)"
+        terminalreporter.write_line(f"{line} {m['note']}".rstrip())

@@ -8,6 +8,7 @@ commands run through everything they do (watch, Lease, Events, readiness enforce
 from __future__ import annotations
 
 import copy
+import functools
 import ipaddress
 import shutil
 import subprocess
@@ -32,6 +33,20 @@ OPERATOR_KINDS = {"PrometheusRule", "ServiceMonitor"}  # CRDs: no bundled schema
 
 
 def render(overlay: str, root: Path = ROOT) -> list[dict[str, Any]]:
+    """The overlay as kubectl kustomize renders it, a copy of its own for each caller (they
+    mutate what they get). deploy/ does not change during a run, so each overlay of this
+    checkout is rendered once per test process; other roots (a test's edited copy) every time."""
+    if root == ROOT:
+        return copy.deepcopy(_rendered(overlay))
+    return _kustomize(overlay, root)
+
+
+@functools.cache
+def _rendered(overlay: str) -> list[dict[str, Any]]:
+    return _kustomize(overlay, ROOT)
+
+
+def _kustomize(overlay: str, root: Path) -> list[dict[str, Any]]:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed: cannot render the kustomizations")

@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -18,14 +20,15 @@ class Pty:
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self._master, slave = pty.openpty()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "lbhc", *argv],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            cwd=Path(__file__).resolve().parents[2],
-        )
+        with _ctrl_c_not_ignored():
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "lbhc", *argv],
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                env=env,
+                cwd=Path(__file__).resolve().parents[2],
+            )
         os.close(slave)
         self.output = ""
         self.pools: list[str] = []
@@ -69,3 +72,20 @@ class Pty:
             self.process.kill()
             self.process.wait()
         os.close(self._master)
+
+
+@contextmanager
+def _ctrl_c_not_ignored() -> Iterator[None]:
+    """A job in the foreground of a terminal, as `lbhc` is here, gets Ctrl-C's default
+    action. An ignored SIGINT stays ignored across exec, and pytest may have been started
+    with it ignored (as a background job of a non-interactive shell is; pytest-xdist's
+    workers inherit that): then lbhc would never see the Ctrl-C these tests send. Caught
+    here while the child starts, it is reset to the default in the child at exec."""
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,8 +7,7 @@ that leaves nothing of its run behind (World.clean_up)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,8 @@ from tests.e2e.gcp import (
 )
 from tests.e2e.world import FakeWorld, GcpProject, GcpWorld, World
 
-
-@dataclass(frozen=True)
-class Measurement:
-    world: str
-    test: str
-    what: str
-    seconds: float
-    limit: float
-    note: str
-
-
-MEASUREMENTS: list[Measurement] = []
+# Where an item keeps its measurements until its report is made.
+MEASURED = pytest.StashKey[list[dict[str, Any]]]()
 
 
 @pytest.fixture(scope="session")
@@ -78,16 +67,22 @@ def record_measurement(
 
     def record(world: World, what: str, seconds: float, limit: float, note: str = "") -> None:
         record_property(f"{world.name}:{what}", round(seconds, 3))
-        MEASUREMENTS.append(Measurement(world.name, request.node.name, what, seconds, limit, note))
+        measured = request.node.stash.setdefault(MEASURED, [])
+        measured.append(
+            {"world": world.name, "what": what, "seconds": seconds, "limit": limit, "note": note}
+        )
 
     return record
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not MEASUREMENTS:
-        return
-    terminalreporter.section("lbhc e2e measurements")
-    for m in MEASUREMENTS:
-        terminalreporter.write_line(
-            f"{m.world:4} {m.what}: {m.seconds:.2f} s (limit {m.limit:.2f} s) {m.note}".rstrip()
-        )
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item,
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """The measurements ride on the test's report: under pytest-xdist (make suite) the test
+    runs in a worker, and only reports reach the process that writes the summary
+    (tests/conftest.py, pytest_terminal_summary)."""
+    report = yield
+    if report.when == "call" and MEASURED in item.stash:
+        report.lbhc_e2e_measurements = item.stash[MEASURED]
+    return report
