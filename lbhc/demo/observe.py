@@ -123,7 +123,8 @@ class SandboxView:
         spec = self._sandbox.spec
         url = f"projects/{spec.project}/zones/{spec.zone}/instances/{node_name_}"
         found: dict[str, str] = {}
-        for backend in self._gce.read_backends().services:
+        # Only the services: their getHealth lists the members, so the groups need no listing.
+        for backend in self._gce.read_backends(group_members=False).services:
             for group in backend.backends:
                 if f"/zones/{spec.zone}/" not in group:
                     continue

@@ -44,6 +44,12 @@ def newest_reading(
     return view.newest_in(pool_class.members, node, known=True, max_age=max_age)
 
 
+def newest_in_lb(lb: str, node: str, view: LbHealthView, max_age: float) -> HealthReading | None:
+    """The node's newest known state in one load balancer (a backend service is its own:
+    NEG subsets differ between the members of a class)."""
+    return view.newest_in(frozenset((lb,)), node, known=True, max_age=max_age)
+
+
 def membership(
     node: str,
     views: Sequence[LbDrainView],
@@ -57,7 +63,7 @@ def membership(
     for pool_class in classes:
         if pool_class.lb is LbKind.BACKEND_SERVICE:
             for name in pool_class.pools:
-                reading = view.newest_in(frozenset((name,)), node, known=True, max_age=max_age)
+                reading = newest_in_lb(name, node, view, max_age)
                 if reading is not None and reading.state is InstanceHealth.NOT_MEMBER:
                     out.add(name)
                     cut_backends.append(reading)

@@ -16,7 +16,7 @@ from lbhc.planner.backend_drain import BackendDrain, BackendMembership, backend_
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.config import PlannerConfig
 from lbhc.planner.drain import DrainState, NodeDrain, marked_at, marked_epoch, node_drain
-from lbhc.planner.drain_evidence import membership, verify_drain
+from lbhc.planner.drain_evidence import membership, newest_in_lb, verify_drain
 from lbhc.planner.lb_views import LbDrainView, LbKind, LbRemoval
 from lbhc.planner.nodes import is_excluded_from_load_balancers, is_leaving
 from lbhc.planner.pool_classes import ClassVerdict, PoolClass, with_failing_open
@@ -25,7 +25,7 @@ from lbhc.planner.pool_classes import ClassVerdict, PoolClass, with_failing_open
 def _read_since(lb: LbHealthView, backend: str, node: str, since: float | None) -> bool:
     """GCE answered for the node there after it was marked: only such an answer can stand for
     or against a derivation of what happened since (the NEG controller's resync)."""
-    reading = lb.newest_in(frozenset((backend,)), node, known=True, max_age=lb.max_age)
+    reading = newest_in_lb(backend, node, lb, lb.max_age)
     return reading is not None and since is not None and reading.at >= since
 
 
