@@ -5,6 +5,8 @@ failure in one line (lbhc/cli/messages.py); this module imports nothing above it
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from lbhc.settings import SettingsError
 
 
@@ -46,10 +48,7 @@ def connect_failure(exc: BaseException) -> str | None:
 
     from urllib3 import exceptions as u3
 
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _wrapped(exc):
         if isinstance(current, u3.NameResolutionError):
             cause = current.__cause__
             detail = cause.strerror if isinstance(cause, OSError) and cause.strerror else ""
@@ -63,13 +62,41 @@ def connect_failure(exc: BaseException) -> str | None:
             return "no answer while connecting (connect timeout)"
         if isinstance(current, u3.SSLError | ssl.SSLError):
             return f"TLS handshake failed ({_tls_reason(current)})"
+    return None
+
+
+def timeout_kind(exc: BaseException) -> str | None:
+    """ "connect" when no connection was made in time, "read" when a connection was made and
+    no answer (or no more of it) came in time; None for any other failure."""
+    import requests
+    from urllib3 import exceptions as u3
+
+    for current in _wrapped(exc):
+        if isinstance(current, u3.NewConnectionError):
+            return None  # a ConnectTimeoutError for urllib3's history's sake: refused, say
+        if isinstance(current, u3.ConnectTimeoutError):
+            return "connect"
+        if isinstance(current, requests.ReadTimeout | u3.ReadTimeoutError):
+            return "read"
+    return None
+
+
+def _wrapped(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and those it wraps: urllib3's MaxRetryError keeps the cause in `reason`,
+    requests and google-auth pass urllib3's (or requests') error as their first argument."""
+    from urllib3 import exceptions as u3
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
         if isinstance(current, u3.MaxRetryError):
             current = current.reason
         elif current.args and isinstance(current.args[0], BaseException):
-            current = current.args[0]  # requests wraps urllib3's error as its first argument
+            current = current.args[0]
         else:
             current = current.__cause__ or current.__context__
-    return None
 
 
 def _tls_reason(exc: BaseException) -> str:

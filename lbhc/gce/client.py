@@ -3,52 +3,37 @@
 Firewalls, target pools, forwarding rules and operations go through google-cloud-compute's
 `*_unary` methods (its ExtendedOperation.result() ignores a custom endpoint); legacy
 httpHealthChecks, which that library has no client for, go through google-auth's
-AuthorizedSession with the same credentials. Every call is paced by a token bucket and
-retried with jittered backoff on 429, 5xx and 403 rateLimitExceeded; every mutation carries
-one requestId across its retries so a retried insert cannot happen twice.
+AuthorizedSession with the same credentials. How each call is made (pacing, a deadline,
+timeouts per attempt, retries with jittered backoff on 429, 5xx and 403 rateLimitExceeded,
+the one line that explains a failure) is lbhc.gce.calls; every mutation carries one
+requestId across its retries so a retried insert cannot happen twice.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import re
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import requests
 from google.api_core import exceptions as core
-from google.auth import exceptions as auth
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from lbhc.errors import connect_failure, first_line
 from lbhc.gce import convert
-from lbhc.gce.config import GceClientConfig, make_credentials
+from lbhc.gce.calls import AttemptTimeout, Caller, fit_pool, identity_of, said
+from lbhc.gce.config import OTHER_CALLERS, GceClientConfig, make_credentials
 from lbhc.gce.errors import (
-    GceAccessDenied,
     GceNotCompute,
     GceReadError,
-    GceScopeError,
-    GceUnreachable,
-    NotLeader,
-    ReadOnlyViolation,
+    GceTimeout,
     describe_gce_error,
-    has_reason,
     is_forbidden,
     is_not_found,
-    is_retryable,
-    missing_project,
-    missing_region,
     not_compute_answer,
     operation_error,
-    reasons_of,
-    result_label,
-    status_of,
 )
 from lbhc.gce.permissions import PERMISSIONS_BY_CALL
-from lbhc.gce.ratelimit import TokenBucket
 from lbhc.model.backend import (
     BackendService,
     BackendView,
@@ -105,15 +90,9 @@ class GceClient:
         from google.cloud import compute_v1
 
         self.config = config
-        self._write_guard = write_guard
-        self._observe = observer or (lambda call, result: None)
         creds = credentials if credentials is not None else make_credentials(config.endpoint)
         self._credentials = creds
-        # Whether the endpoint has ever answered (any HTTP status), and whether the API has
-        # ever accepted lbhc's credentials (any answer but 401 or 403, a 404 included): until
-        # then a failure says more about the settings than about the moment.
-        self._answered = False
-        self._authorized = False
+        self._calls = Caller(config, creds, write_guard=write_guard, observer=observer)
         options = {"api_endpoint": config.endpoint}
         self._compute = compute_v1
         self._firewalls = compute_v1.FirewallsClient(credentials=creds, client_options=options)
@@ -136,146 +115,45 @@ class GceClient:
             credentials=creds, client_options=options
         )
         self._session = AuthorizedSession(creds)
+        # Each client has a session of its own; the executor's workers call the pools' and
+        # the operations' clients at once.
+        self.pool_size = config.max_concurrent_calls + OTHER_CALLERS
+        for client in (self._session, *self._generated_clients()):
+            fit_pool(client, self.pool_size)
         self._base = config.endpoint.rstrip("/") + f"/compute/v1/projects/{config.project}"
-        self._mutation_bucket = TokenBucket(config.mutations_per_second)
-        self._read_bucket = TokenBucket(config.reads_per_second)
         self._metadata = (("x-lbhc-client-id", config.client_id),) if config.client_id else ()
 
+    def _generated_clients(self) -> tuple[Any, ...]:
+        return (
+            self._firewalls,
+            self._pools,
+            self._rules,
+            self._networks,
+            self._backend_services,
+            self._checks,
+            self._region_checks,
+            self._groups,
+            self._global_ops,
+            self._region_ops,
+        )
+
     # ---- plumbing -------------------------------------------------------------------
-    def _call(self, what: str, fn: Callable[[], T], *, mutating: bool) -> T:
-        if mutating and self.config.read_only:
-            raise ReadOnlyViolation(f"{what}: this GCE client is read-only (plan mode)")
-        bucket = self._mutation_bucket if mutating else self._read_bucket
+    def _call(self, what: str, fn: Callable[[AttemptTimeout], T], *, mutating: bool) -> T:
+        """`fn(timeout)`, paced, within the call's deadline and retried (lbhc.gce.calls)."""
+        return self._calls.call(what, fn, mutating=mutating)
 
-        def attempt() -> T:
-            bucket.acquire()  # may sleep: the leadership check must come after it
-            if mutating and self._write_guard is not None and not self._write_guard():
-                raise NotLeader(f"{what}: this replica may not write to GCE (not the leader)")
-            try:
-                result = fn()
-            except Exception as exc:
-                self._observe(what, result_label(exc))
-                if isinstance(exc, core.GoogleAPICallError):
-                    self._answered = True
-                    self._authorized = self._authorized or status_of(exc) not in (401, 403)
-                raise
-            self._answered = self._authorized = True
-            self._observe(what, "ok")
-            return result
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.config.max_attempts),
-            wait=wait_random_exponential(
-                multiplier=self.config.backoff_initial_sec, max=self.config.backoff_max_sec
-            ),
-            retry=retry_if_exception(self._retryable),
-            before_sleep=lambda state: log.warning(
-                "GCE %s failed (%s); retry %d",
-                what,
-                describe_gce_error(exc)
-                if state.outcome and (exc := state.outcome.exception())
-                else "?",
-                state.attempt_number,
-            ),
-            reraise=True,
-        )
-        try:
-            return retrying(attempt)
-        except Exception as exc:
-            explained = self._explain(what, exc, mutating=mutating)
-            if explained is None:
-                raise
-            raise explained from exc
-
-    def _retryable(self, exc: BaseException) -> bool:
-        """As is_retryable, except a connection that cannot even be made to an endpoint that
-        has never answered: that is a wrong --gce-endpoint or a network path that is not
-        there, and retrying it for a minute only hides that (`lbhc plan` would sit silent).
-        Once the endpoint has answered, a refused connection is a blip and is retried."""
-        if not self._answered and connect_failure(exc) is not None:
-            return False
-        return is_retryable(exc)
-
-    def _explain(self, what: str, exc: Exception, *, mutating: bool) -> Exception | None:
-        """The failures whose fix is not in lbhc's hands, as one line naming it; None keeps
-        the original (callers tell a missing resource, a forbidden Shared VPC firewall or an
-        in-use check apart by it)."""
-        endpoint, project = self.config.endpoint, self.config.project
-        flag = "check --gce-endpoint / LBHC_GCE_ENDPOINT"
-        why = connect_failure(exc) if not self._answered else None
-        if why is not None:
-            return GceUnreachable(
-                f"cannot reach the Compute API at {endpoint}: {why}; {flag}, or the network "
-                "path to it (a proxy, an egress firewall or NetworkPolicy)"
-            )
-        renew = (
-            "renew them (`gcloud auth application-default login`, a new key for "
-            "GOOGLE_APPLICATION_CREDENTIALS, or the Workload Identity binding)"
-        )
-        if isinstance(exc, auth.RefreshError | auth.InvalidOperation):
-            # google-auth refreshes credentials on a 401 and retries once; this is that
-            # refresh failing (anonymous credentials cannot be refreshed at all).
-            return GceAccessDenied(
-                f"the Compute API refused the credentials of {identity_of(self._credentials)}: "
-                f"401, and refreshing them failed ({first_line(exc)}); {renew}",
-                401,
-                (),
-            )
-        if not isinstance(exc, core.GoogleAPICallError):
-            return None
-        answer = not_compute_answer(exc.response)
-        if answer is not None:
-            return GceNotCompute(f"{endpoint} is not the Compute API: {what} {answer}; {flag}")
-        if (missing := missing_project(exc)) is not None:
-            if missing == self.config.network_project and missing != project:
-                return GceScopeError(
-                    f"network project {missing} not found (check --network-project / "
-                    "LBHC_GCE_NETWORK_PROJECT)"
-                )
-            return GceScopeError(
-                f"project {missing} not found (check --project / LBHC_GCE_PROJECT)"
-            )
-        if (region := missing_region(exc)) is not None:
-            return GceScopeError(
-                f"region {region} not found in project {project} (check --region / LBHC_GCE_REGION)"
-            )
-        status = status_of(exc)
-        if status == 401:
-            return GceAccessDenied(
-                f"the Compute API refused the credentials of {identity_of(self._credentials)} "
-                f"({_said(exc)}): {renew}",
-                status,
-                reasons_of(exc),
-            )
-        if is_forbidden(exc) and not mutating and not self._authorized:
-            # Refused before anything was allowed: the identity, not one resource, is wrong.
-            if has_reason(exc, "accessNotConfigured"):
-                fix = f"enable the Compute Engine API in project {project}"
-            else:
-                needed = ", ".join(PERMISSIONS_BY_CALL.get(what, ()))
-                fix = (
-                    f"grant it lbhc's GCE permissions ({needed} among them; README: GCE "
-                    "permissions), or run as an identity that has them"
-                )
-            return GceAccessDenied(
-                f"the Compute API refused {identity_of(self._credentials)} in project {project} "
-                f"({_said(exc)}): {fix}",
-                status,
-                reasons_of(exc),
-            )
-        return None
-
-    def _gapic_kwargs(self, field_mask: str = "") -> dict[str, Any]:
+    def _gapic_kwargs(self, timeout: AttemptTimeout, field_mask: str = "") -> dict[str, Any]:
         # retry=None: the library would otherwise retry reads for up to 600 s on its own.
         mask = (("x-goog-fieldmask", field_mask),) if field_mask else ()
         return {
             "retry": None,
-            "timeout": self.config.request_timeout_sec,
+            "timeout": timeout.for_gapic(),
             "metadata": self._metadata + mask,
         }
 
     def _http(
         self,
+        timeout: AttemptTimeout,
         method: str,
         path: str,
         body: dict[str, Any] | None = None,
@@ -288,7 +166,7 @@ class GceClient:
             json=body,
             params=params,
             headers=headers,
-            timeout=self.config.request_timeout_sec,
+            timeout=timeout.for_requests(),
         )
         answer = not_compute_answer(response)
         if answer is not None:  # never retried: a wrong endpoint stays wrong
@@ -303,49 +181,64 @@ class GceClient:
 
     def _wait(self, op: Any, *, regional: bool, project: str = "") -> None:
         """Poll with our own operations client until DONE, then judge the error fields.
-        `wait` returns within ~2 min even when the operation is not done, hence the loop; a
-        poll that times out is "not done yet", bounded by the operation deadline rather than
-        by the retry budget, which is for errors."""
+        `wait` answers within ~2 min, done or not (hence the loop), so a poll may take up to
+        operation_poll_timeout_sec, and its deadline is that much longer than a call's. A
+        poll with no answer in that time is a silent endpoint, not "not done yet": it is
+        retried like any call, and ends the wait with the one line that says so. The whole
+        wait ends by operation_timeout_sec."""
         deadline = time.monotonic() + self.config.operation_timeout_sec
         name, region = op.name, self.config.region
         project = project or self.config.project
         metadata = self._metadata
 
-        def poll(previous: Any) -> Any:
-            remaining = deadline - time.monotonic()
-            timeout = max(0.1, min(remaining, self.config.operation_poll_timeout_sec))
-            try:
-                if regional:
-                    return self._region_ops.wait(
-                        project=project,
-                        region=region,
-                        operation=name,
-                        retry=None,
-                        timeout=timeout,
-                        metadata=metadata,
-                    )
-                return self._global_ops.wait(
-                    project=project, operation=name, retry=None, timeout=timeout, metadata=metadata
+        def poll(timeout: AttemptTimeout) -> Any:
+            if regional:
+                return self._region_ops.wait(
+                    project=project,
+                    region=region,
+                    operation=name,
+                    retry=None,
+                    timeout=timeout.for_gapic(),
+                    metadata=metadata,
                 )
-            except requests.Timeout:
-                return previous
+            return self._global_ops.wait(
+                project=project,
+                operation=name,
+                retry=None,
+                timeout=timeout.for_gapic(),
+                metadata=metadata,
+            )
 
         what = "wait_region_operation" if regional else "wait_global_operation"
+        config = self.config
         while op.status != self._compute.Operation.Status.DONE:
-            if time.monotonic() > deadline:
-                timeout = self.config.operation_timeout_sec
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timeout = config.operation_timeout_sec
                 raise TimeoutError(f"operation {name} not DONE after {timeout:.0f} s")
-            op = self._call(what, functools.partial(poll, op), mutating=False)
+            op = self._calls.call(
+                what,
+                poll,
+                mutating=False,
+                read_timeout=min(config.operation_poll_timeout_sec, remaining),
+                budget=min(config.call_timeout_sec + config.operation_poll_timeout_sec, remaining),
+            )
         error = operation_error(op)
         if error is not None:
             raise error
 
     def _mutate(
-        self, what: str, send: Callable[[str], Any], *, regional: bool, project: str = ""
+        self,
+        what: str,
+        send: Callable[[str, AttemptTimeout], Any],
+        *,
+        regional: bool,
+        project: str = "",
     ) -> None:
-        """`project`: where the operation lives (a firewall's is the network's project)."""
+        """`send(request id, timeout)`; `project`: where the operation lives (a firewall's
+        is the network's project)."""
         request_id = str(uuid.uuid4())  # one id for all retries: the API dedupes on it
-        op = self._call(what, lambda: send(request_id), mutating=True)
+        op = self._call(what, functools.partial(send, request_id), mutating=True)
         self._wait(op, regional=regional, project=project)
 
     def _op_from_json(self, body: dict[str, Any]) -> Any:
@@ -353,7 +246,7 @@ class GceClient:
 
         return self._compute.Operation.from_json(json.dumps(body), ignore_unknown_fields=True)
 
-    def _get_or_none(self, what: str, fetch: Callable[[], T]) -> T | None:
+    def _get_or_none(self, what: str, fetch: Callable[[AttemptTimeout], T]) -> T | None:
         try:
             return self._call(what, fetch, mutating=False)
         except core.GoogleAPICallError as exc:
@@ -367,24 +260,26 @@ class GceClient:
     ) -> None:
         self._mutate(
             what,
-            lambda rid: self._op_from_json(self._http(method, path, body, {"requestId": rid})),
+            lambda rid, timeout: self._op_from_json(
+                self._http(timeout, method, path, body, {"requestId": rid})
+            ),
             regional=False,
         )
 
     def get_http_health_check(self, name: str) -> HttpHealthCheck | None:
         path = f"/global/httpHealthChecks/{name}"
-        body = self._get_or_none("get_http_health_check", lambda: self._http("GET", path))
+        body = self._get_or_none("get_http_health_check", lambda t: self._http(t, "GET", path))
         return convert.health_check_from_json(body) if body is not None else None
 
     def list_http_health_checks(self) -> list[HttpHealthCheck]:
         """Every legacy check of the project: what the pools really carry (the cloud
         provider's node check, per-Service checks, anyone's), as partial responses."""
 
-        def page(token: str) -> tuple[list[Any], str]:
+        def page(token: str, timeout: AttemptTimeout) -> tuple[list[Any], str]:
             params = {"maxResults": str(PAGE_SIZE), "fields": CHECK_FIELDS}
             if token:
                 params["pageToken"] = token
-            body = self._http("GET", "/global/httpHealthChecks", params=params)
+            body = self._http(timeout, "GET", "/global/httpHealthChecks", params=params)
             return body.get("items", []), body.get("nextPageToken", "")
 
         items = self._list_pages("list_http_health_checks", page)
@@ -416,7 +311,7 @@ class GceClient:
         project = self.config.firewall_project
         found = self._get_or_none(
             "get_firewall",
-            lambda: self._firewalls.get(project=project, firewall=name, **self._gapic_kwargs()),
+            lambda t: self._firewalls.get(project=project, firewall=name, **self._gapic_kwargs(t)),
         )
         return convert.firewall_from_proto(found) if found is not None else None
 
@@ -424,13 +319,13 @@ class GceClient:
         resource = convert.firewall_to_proto(firewall)
         self._mutate(
             "insert_firewall",
-            lambda rid: self._firewalls.insert_unary(
+            lambda rid, t: self._firewalls.insert_unary(
                 request=self._compute.InsertFirewallRequest(
                     project=self.config.firewall_project,
                     firewall_resource=resource,
                     request_id=rid,
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(t),
             ),
             regional=False,
             project=self.config.firewall_project,
@@ -440,14 +335,14 @@ class GceClient:
         resource = convert.firewall_to_proto(firewall)
         self._mutate(
             "update_firewall",
-            lambda rid: self._firewalls.update_unary(
+            lambda rid, t: self._firewalls.update_unary(
                 request=self._compute.UpdateFirewallRequest(
                     project=self.config.firewall_project,
                     firewall=firewall.name,
                     firewall_resource=resource,
                     request_id=rid,
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(t),
             ),
             regional=False,
             project=self.config.firewall_project,
@@ -456,11 +351,11 @@ class GceClient:
     def delete_firewall(self, name: str) -> None:
         self._mutate(
             "delete_firewall",
-            lambda rid: self._firewalls.delete_unary(
+            lambda rid, t: self._firewalls.delete_unary(
                 request=self._compute.DeleteFirewallRequest(
                     project=self.config.firewall_project, firewall=name, request_id=rid
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(t),
             ),
             regional=False,
             project=self.config.firewall_project,
@@ -477,14 +372,14 @@ class GceClient:
         network = resource_name(url)
         found = self._call(
             "get_network",
-            lambda: self._networks.get(project=project, network=network, **self._gapic_kwargs()),
+            lambda t: self._networks.get(project=project, network=network, **self._gapic_kwargs(t)),
             mutating=False,
         )
         order = found.network_firewall_policy_enforcement_order
         response = self._call(
             "get_effective_firewalls",
-            lambda: self._networks.get_effective_firewalls(
-                project=project, network=network, **self._gapic_kwargs()
+            lambda t: self._networks.get_effective_firewalls(
+                project=project, network=network, **self._gapic_kwargs(t)
             ),
             mutating=False,
         )
@@ -527,12 +422,12 @@ class GceClient:
         ones'): two lists, in pages."""
         project = self.config.project
 
-        def page(token: str) -> tuple[list[Any], str]:
+        def page(token: str, timeout: AttemptTimeout) -> tuple[list[Any], str]:
             pager = self._checks.list(
                 request=self._compute.ListHealthChecksRequest(
                     project=project, max_results=PAGE_SIZE, page_token=token
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(timeout),
             )
             return list(pager.items), pager.next_page_token
 
@@ -551,7 +446,7 @@ class GceClient:
         parts = resource_path(group_url).split("/")  # projects/P/zones/Z/instanceGroups/N
         project, zone, name = parts[1], parts[3], parts[5]
 
-        def page(token: str) -> tuple[list[Any], str]:
+        def page(token: str, timeout: AttemptTimeout) -> tuple[list[Any], str]:
             pager = self._groups.list_instances(
                 request=self._compute.ListInstancesInstanceGroupsRequest(
                     project=project,
@@ -561,7 +456,7 @@ class GceClient:
                     max_results=PAGE_SIZE,
                     page_token=token,
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(timeout),
             )
             return list(pager.items), pager.next_page_token
 
@@ -577,21 +472,24 @@ class GceClient:
     ) -> list[Any]:
         project, region = self.config.project, self.config.region
 
-        def page(token: str) -> tuple[list[Any], str]:
+        def page(token: str, timeout: AttemptTimeout) -> tuple[list[Any], str]:
             pager = list_call(
                 request=request_type(
                     project=project, region=region, max_results=PAGE_SIZE, page_token=token
                 ),
-                **self._gapic_kwargs(field_mask),
+                **self._gapic_kwargs(timeout, field_mask),
             )
             # The pager hands its first page's fields through.
             return list(pager.items), pager.next_page_token
 
         return self._list_pages(what, page)
 
-    def _list_pages(self, what: str, fetch: Callable[[str], tuple[list[Any], str]]) -> list[Any]:
+    def _list_pages(
+        self, what: str, fetch: Callable[[str, AttemptTimeout], tuple[list[Any], str]]
+    ) -> list[Any]:
         """One request per page, each retried on its own; the pager's implicit page fetches
-        would bypass pacing and retries. `fetch(token)` gives (items, next page token)."""
+        would bypass pacing and retries. `fetch(token, timeout)` gives (items, next page
+        token)."""
         items: list[Any] = []
         token = ""
         while True:
@@ -604,12 +502,12 @@ class GceClient:
         body = {"health_checks": [{"health_check": health_check_url}]}
         self._mutate(
             "add_health_check",
-            lambda rid: self._pools.add_health_check_unary(
+            lambda rid, t: self._pools.add_health_check_unary(
                 request=self._compute.AddHealthCheckTargetPoolRequest(
                     **self._pool_request(pool, rid),
                     target_pools_add_health_check_request_resource=body,
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(t),
             ),
             regional=True,
         )
@@ -618,12 +516,12 @@ class GceClient:
         body = {"health_checks": [{"health_check": health_check_url}]}
         self._mutate(
             "remove_health_check",
-            lambda rid: self._pools.remove_health_check_unary(
+            lambda rid, t: self._pools.remove_health_check_unary(
                 request=self._compute.RemoveHealthCheckTargetPoolRequest(
                     **self._pool_request(pool, rid),
                     target_pools_remove_health_check_request_resource=body,
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(t),
             ),
             regional=True,
         )
@@ -633,14 +531,14 @@ class GceClient:
         (HEALTHY / UNHEALTHY) per forwarding rule IP. Read-only; `lbhc status --lb-health`."""
         response = self._call(
             "get_health",
-            lambda: self._pools.get_health(
+            lambda t: self._pools.get_health(
                 request=self._compute.GetHealthTargetPoolRequest(
                     project=self.config.project,
                     region=self.config.region,
                     target_pool=pool,
                     instance_reference_resource={"instance": instance_url},
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(t),
             ),
             mutating=False,
         )
@@ -652,14 +550,14 @@ class GceClient:
         per call): instance path -> one state per forwarding rule. Read-only."""
         response = self._call(
             "backend_health",
-            lambda: self._backend_services.get_health(
+            lambda t: self._backend_services.get_health(
                 request=self._compute.GetHealthRegionBackendServiceRequest(
                     project=self.config.project,
                     region=self.config.region,
                     backend_service=backend,
                     resource_group_reference_resource={"group": group_url},
                 ),
-                **self._gapic_kwargs(),
+                **self._gapic_kwargs(t),
             ),
             mutating=False,
         )
@@ -675,11 +573,11 @@ class GceClient:
         every member, so this is never read for all pools."""
         response = self._call(
             "pool_instances",
-            lambda: self._pools.get(
+            lambda t: self._pools.get(
                 request=self._compute.GetTargetPoolRequest(
                     project=self.config.project, region=self.config.region, target_pool=pool
                 ),
-                **self._gapic_kwargs("instances"),
+                **self._gapic_kwargs(t, "instances"),
             ),
             mutating=False,
         )
@@ -773,6 +671,8 @@ class GceClient:
             if not complete:
                 gaps.append(f"{what} could not be listed: {describe_gce_error(exc)}")
                 return None
+            if isinstance(exc, GceTimeout):
+                raise  # already one line naming the endpoint, the timeouts and the fix
             where = f"project {self.config.project}" + (
                 "" if call == "list_http_health_checks" else f", region {self.config.region}"
             )
@@ -783,29 +683,4 @@ class GceClient:
                 )
             else:
                 fix = "try again"
-            raise GceReadError(f"cannot list {what} in {where}: {_said(exc)}; {fix}") from exc
-
-
-def identity_of(credentials: Any) -> str:
-    """Who the Compute API saw, for an error line: an email or a kind, never a token."""
-    from google.auth.credentials import AnonymousCredentials
-
-    if isinstance(credentials, AnonymousCredentials):
-        return "anonymous credentials (an http:// --gce-endpoint sends none)"
-    email = getattr(credentials, "service_account_email", None)
-    if isinstance(email, str) and email and email != "default":
-        return f"service account {email}"
-    if email == "default":
-        return "the metadata server's service account (the node's, or Workload Identity's)"
-    account = getattr(credentials, "account", None)
-    if isinstance(account, str) and account:
-        return f"account {account}"
-    return "the application-default credentials"
-
-
-def _said(exc: BaseException) -> str:
-    """What the API said, on one bounded line, without the "METHOD URL: " google-api-core
-    puts first (the line names the endpoint and project already)."""
-    text = " ".join(describe_gce_error(exc).split())
-    text = re.sub(r": [A-Z]+ https?://\S+: ", ": ", text, count=1)
-    return text if len(text) <= 300 else text[:297] + "..."
+            raise GceReadError(f"cannot list {what} in {where}: {said(exc)}; {fix}") from exc

@@ -6,6 +6,16 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_ENDPOINT = "https://compute.googleapis.com"
+# How long one call may take in all, its retries and the backoff between them included, when
+# gce.call_timeout_sec is not set. A one-shot command has a person waiting: a Compute API
+# that does not answer is one line within 45 s (a 30 s read timeout and one shortened retry).
+# The controller rides out longer trouble (a rate-limit storm's full backoff) rather than
+# fail a pass, which would re-read the region to retry it.
+ONE_SHOT_CALL_TIMEOUT_SEC = 45.0
+CONTROLLER_CALL_TIMEOUT_SEC = 120.0
+# Sessions keep this many connections beyond max_concurrent_calls: the controller's pass
+# thread and its load-balancer verifier call while the executor's workers do.
+OTHER_CALLERS = 2
 
 
 @dataclass(frozen=True)
@@ -19,10 +29,18 @@ class GceClientConfig:
     max_attempts: int = 6
     backoff_initial_sec: float = 1.0
     backoff_max_sec: float = 30.0
+    # One attempt: this long to connect, then this long for each read of the answer (an
+    # operation poll waits operation_poll_timeout_sec instead).
+    connect_timeout_sec: float = 10.0
     request_timeout_sec: float = 30.0
+    # One call, every attempt and backoff: no attempt starts, and none runs, past it.
+    call_timeout_sec: float = CONTROLLER_CALL_TIMEOUT_SEC
     operation_timeout_sec: float = 600.0
     # Per `wait` request: the API answers within ~2 min, done or not.
     operation_poll_timeout_sec: float = 150.0
+    # Threads that may call at once (the executor's workers): each session keeps as many
+    # connections, so none is opened and thrown away (urllib3's "Connection pool is full").
+    max_concurrent_calls: int = 32
     client_id: str = ""
     # Where the VPC network and its firewall rules live: a Shared VPC's host project; "" is
     # `project` itself.

@@ -28,6 +28,13 @@ class GceUnreachable(RunFailure):
     """No connection to the Compute API endpoint could be made, and none ever was."""
 
 
+class GceTimeout(RunFailure, TimeoutError):
+    """No connection, or no answer, within a call's timeouts, over all its attempts: the
+    message names the endpoint, the timeouts, the attempts and the time spent. A
+    TimeoutError (an OSError) too, so that where a failed read is a gap rather than the end
+    (the controller's lists), it still is one."""
+
+
 class GceAccessDenied(RunFailure):
     """The Compute API refused lbhc's credentials (401), or refused the first read (403):
     the message names the identity, never its token. Keeps the status, so is_forbidden()
@@ -138,7 +145,7 @@ def is_in_use(exc: BaseException) -> bool:
 
 def describe_gce_error(exc: BaseException) -> str:
     """One line for logs and results; never includes request headers (credentials)."""
-    if isinstance(exc, GceOperationError):
+    if isinstance(exc, GceOperationError | GceTimeout):
         return str(exc)
     if isinstance(exc, core.GoogleAPICallError):
         reasons = ",".join(reasons_of(exc)) or "no reason"

@@ -3,6 +3,8 @@ socket, against the Compute fake: retries, idempotency, operation errors, pacing
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from google.api_core import exceptions as core
 
@@ -10,6 +12,7 @@ from lbhc.gce.client import POOL_FIELDS, RULE_FIELDS
 from lbhc.gce.errors import (
     GceAccessDenied,
     GceOperationError,
+    GceTimeout,
     ReadOnlyViolation,
     is_forbidden,
     is_in_use,
@@ -198,17 +201,41 @@ def test_a_first_read_refused_names_the_identity_and_the_permission(compute: Com
     assert "compute.httpHealthChecks.get" in str(caught.value)
 
 
-def test_a_wait_that_times_out_is_polled_again_not_counted_as_a_failure(
+def test_a_wait_that_answers_not_done_is_polled_again_not_counted_as_a_failure(
     compute: ComputeEnv,
 ) -> None:
-    # Each wait request gives up after 0.2 s while the operation needs 1 s: five or so polls,
-    # none of which may spend the single attempt the retry budget allows.
+    # Each wait request is answered RUNNING after 0.2 s (the API's own ~2 min) while the
+    # operation needs 1 s: five or so polls, none of which may spend the single attempt the
+    # retry budget allows.
     compute.fake.operation_latency = 1.0
-    client = compute.client(max_attempts=1, operation_poll_timeout_sec=0.2, request_timeout_sec=0.2)
+    compute.fake.wait_timeout = 0.2
+    client = compute.client(max_attempts=1)
     client.insert_http_health_check(our_check())
     assert our_check().name in compute.fake.http_health_checks(PROJECT)
     waits = [e for e in compute.fake.journal if e.path.endswith("/wait")]
     assert len(waits) >= 2
+
+
+def test_a_silent_poll_ends_the_wait_in_its_bound_with_one_line_naming_the_endpoint(
+    compute: ComputeEnv,
+) -> None:
+    """A poll nobody answers (the endpoint went silent once the mutation landed) is not
+    "not done yet" for ever: it is retried like any call, within a call's deadline plus one
+    poll, and the change fails saying which endpoint did not answer and for how long."""
+    compute.fake.operation_latency = 30.0
+    compute.fake.faults.slow_requests(1.5, times=10, path_contains="/wait")
+    client = compute.client(
+        operation_poll_timeout_sec=0.3, call_timeout_sec=0.5, operation_timeout_sec=60
+    )
+    started = time.monotonic()
+    with pytest.raises(GceTimeout) as caught:
+        client.insert_http_health_check(our_check())
+    took = time.monotonic() - started
+    assert took < 0.3 + 0.5 + 1.0, took  # one poll and the call's deadline, plus slack
+    message = str(caught.value)
+    assert message.startswith(f"the Compute API at {compute.url} did not answer within 0.3 s")
+    assert "(read timeout, " in message and "--gce-endpoint" in message
+    assert isinstance(caught.value, OSError)  # a gap where the controller reads, not a crash
 
 
 @pytest.mark.parametrize("latency", [0.0, 0.2], ids=["op-done-at-once", "op-pending"])
