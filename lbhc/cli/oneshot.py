@@ -92,16 +92,15 @@ def read_cluster(args: argparse.Namespace, settings: Settings) -> ClusterSnapsho
     """The cluster as a one-shot command sees it: read in full, or a KubeReadError naming
     what could not be read and why (never a plan or status from half a cluster; the
     controller withholds removals instead). No retries below lbhc: a server that cannot be
-    reached is one line at once, not a page of urllib3 warnings first."""
-    from lbhc.kube.client import KubeConfig, KubeReader, connect
+    reached, or does not answer, is one line within kube.connect_timeout_sec or
+    kube.request_timeout_sec, not a page of urllib3 warnings first."""
+    from lbhc.kube.client import KubeReader, connect
     from lbhc.kube.snapshot_file import load_cluster_snapshot
     from lbhc.planner.config import ReadinessPolicy
 
     if args.cluster_snapshot is not None:
         return load_cluster_snapshot(args.cluster_snapshot)
-    kube_config = KubeConfig(
-        kubeconfig=settings.kube.kubeconfig, context=settings.kube.context, retries=0
-    )
+    kube_config = settings.kube_config()
     api_client, target = connect(kube_config)
     reader = KubeReader(
         api_client,

@@ -27,9 +27,8 @@ from lbhc.httpserver import BindError, LoopbackServer
 from lbhc.kube.cache import ClusterCache
 from lbhc.kube.client import (
     KubeApi,
-    KubeConfig,
+    connect,
     describe_kube_error,
-    make_api_client,
     read_cloud_provider_uid,
     read_kube_proxy_replacement,
     read_kube_system_uid,
@@ -95,17 +94,15 @@ class ControllerApp:
         self.identity = options.identity or default_identity()
         self.metrics = Metrics()
         self.stop_event = threading.Event()
-        kube_config = KubeConfig(
-            kubeconfig=settings.kube.kubeconfig,
-            context=settings.kube.context,
-            host=options.kube_host,
-        )
+        kube_config = settings.kube_config(host=options.kube_host)
+        api_client, target = connect(kube_config)
         self.api = KubeApi(
-            make_api_client(kube_config),
+            api_client,
             kube_config,
             settings.kube_proxy.namespace,
             settings.kube_proxy.selector,
             settings.readiness.selector,
+            target,
         )
         self.trigger = Trigger()
         self.elector: LeaseElector | None = None
@@ -123,7 +120,9 @@ class ControllerApp:
                 on_change=self._leadership_changed,
             )
         self.gce = GceClient(
-            settings.gce_client_config(read_only=options.dry_run, client_id=self.identity),
+            settings.gce_client_config(
+                read_only=options.dry_run, client_id=self.identity, controller=True
+            ),
             write_guard=self.elector.may_write if self.elector else None,
             observer=self.metrics.observe_gce_call,
         )

@@ -44,9 +44,9 @@ def check(condition: bool, what: str) -> None:
 
 def read_cluster(settings: Settings) -> ClusterSnapshot:
     """The cluster as `lbhc plan` reads it: through the kubeconfig, over HTTP."""
-    from lbhc.kube.client import KubeConfig, KubeReader, make_api_client
+    from lbhc.kube.client import KubeReader, make_api_client
 
-    config = KubeConfig(kubeconfig=settings.kube.kubeconfig)
+    config = settings.kube_config()
     return KubeReader(make_api_client(config), config).read_snapshot()
 
 

@@ -12,14 +12,16 @@ import dataclasses
 import functools
 import json
 import logging
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from lbhc.errors import SetupError, connect_failure
+from lbhc.errors import SetupError, connect_failure, timeout_kind
 from lbhc.kube.cache import ClusterCache
+from lbhc.kube.config import MIN_CONNECTIONS, KubeConfig
 from lbhc.kube.decode import (
     DaemonSetList,
     NodeList,
@@ -54,21 +56,6 @@ class KubeConfigError(SetupError):
 
 
 @dataclass(frozen=True)
-class KubeConfig:
-    kubeconfig: str | None = None
-    context: str | None = None
-    host: str | None = None  # a plain URL instead of a kubeconfig (tests, the sandbox)
-    connect_timeout_sec: float = 5.0
-    read_timeout_sec: float = 30.0
-    # Longer than the server's bookmark interval (about a minute), or quiet watches would
-    # time out; short enough that a half-open connection is noticed.
-    watch_read_timeout_sec: float = 90.0
-    # urllib3's retries of one request. None keeps the client's (3, each logged as a warning
-    # of its own); one-shot commands pass 0, so an unreachable server is one line at once.
-    retries: int | None = None
-
-
-@dataclass(frozen=True)
 class KubeTarget:
     """Which API server a client talks to and where that came from, for error lines."""
 
@@ -76,7 +63,9 @@ class KubeTarget:
     origin: str  # "context 'x' of kubeconfig /p", "in-cluster config", "a URL given directly"
 
     def __str__(self) -> str:
-        return f"{self.server} ({self.origin})"
+        # A server URL with user:password in it would put them in an error line.
+        server = re.sub(r"//[^/@\s]*@", "//", self.server)
+        return f"{server} ({self.origin})"
 
 
 def make_api_client(config: KubeConfig) -> Any:
@@ -92,8 +81,6 @@ def connect(config: KubeConfig) -> tuple[Any, KubeTarget]:
     from kubernetes import client
 
     configuration = client.Configuration()
-    if config.retries is not None:
-        configuration.retries = config.retries
     if config.host:
         configuration.host = config.host
         target = KubeTarget(config.host, "a URL given directly")
@@ -101,6 +88,13 @@ def connect(config: KubeConfig) -> tuple[Any, KubeTarget]:
         target = _load_kubeconfig(config, configuration)
     else:
         target = _load_in_cluster(configuration)
+    # urllib3 would retry a failed request 3 times on its own, each retry a WARNING line of
+    # its own and invisible to the caller, so a request could take 4 times its timeouts.
+    # One request is one attempt; lbhc's loops decide what is retried, and when.
+    configuration.retries = 0
+    configuration.connection_pool_maxsize = max(
+        configuration.connection_pool_maxsize, MIN_CONNECTIONS
+    )
     return client.ApiClient(configuration), target
 
 
@@ -211,8 +205,6 @@ def _read_kubeconfig(path: str) -> dict[str, Any]:
 
 def _bad_kubeconfig(where: str, context: str | None, contexts: list[str], said: str) -> str:
     """The client's ConfigException, as what is wrong and which flag or file fixes it."""
-    import re
-
     listed = f" (it has: {', '.join(contexts)})" if contexts else " (it has none)"
     if "current-context" in said and context is None:
         return f"kubeconfig {where} sets no current-context: pass --context{listed}"
@@ -269,11 +261,15 @@ class KubeApi:
         kube_proxy_namespace: str = "kube-system",
         kube_proxy_selector: str = "k8s-app=kube-proxy",
         daemonset_selector: str = "k8s-app=kube-proxy",
+        target: KubeTarget | None = None,
     ) -> None:
         """The selectors may be alternatives separated by `|`: the first is used until
-        detect_selectors() has found the one that selects something."""
+        detect_selectors() has found the one that selects something. `target`: what
+        `api_client` talks to, named when a read fails."""
         from kubernetes import client
 
+        self.config = config
+        self.target = target
         self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
@@ -472,6 +468,7 @@ class KubeReader:
             kube_proxy_namespace,
             kube_proxy_selector,
             daemonset_selector or "",
+            target,
         )
         self._read_cluster_uid = read_cluster_uid
         self._read_daemonsets = daemonset_selector is not None
@@ -539,7 +536,7 @@ class KubeReader:
         cache.replace(resource, listing.items, {u.key: u.problem for u in listing.undecodable})
 
     def _where(self) -> str:
-        return f"the Kubernetes API server at {self._target}" if self._target else "the cluster"
+        return where(self._target)
 
     def _unreadable(self, resource: Resource, exc: BaseException) -> str:
         api = self._api
@@ -548,7 +545,7 @@ class KubeReader:
             if resource is Resource.KUBE_PROXY_PODS
             else str(resource)
         )
-        why, fix = explain(exc, self._target, f"list {resource.rbac_name}")
+        why, fix = explain(exc, self._target, f"list {resource.rbac_name}", api.config)
         return f"cannot list {what} from {self._where()}: {why}; {fix}"
 
 
@@ -599,10 +596,10 @@ def read_kube_system_uid(api: KubeApi) -> str | None:
     try:
         return Namespace.model_validate_json(api.read_namespace("kube-system")).metadata.uid or None
     except Exception as exc:
-        why, fix = explain(exc, None, "get namespaces")
+        why, fix = explain(exc, api.target, "get namespaces", api.config)
         raise KubeReadError(
-            f"cannot read namespace kube-system to derive the cluster id ({why}): {fix}, "
-            "or set --cluster-id"
+            f"cannot read namespace kube-system from {where(api.target)} to derive the cluster "
+            f"id: {why}; {fix}, or set --cluster-id"
         ) from exc
 
 
@@ -693,13 +690,26 @@ def describe_kube_error(exc: BaseException) -> str:
     status = status_of(exc)
     if status:
         return f"HTTP {status} {getattr(exc, 'reason', '')}".strip()
-    return type(exc).__name__
+    kind = timeout_kind(exc)
+    if kind is not None:
+        return f"no answer in time ({kind} timeout)"
+    # urllib3's own text names the host and port, and nothing else of the request.
+    return connect_failure(exc) or type(exc).__name__
 
 
-def explain(exc: BaseException, target: KubeTarget | None, verb: str) -> tuple[str, str]:
+def where(target: KubeTarget | None) -> str:
+    """The server a failed request went to, and where that came from (the kubeconfig and its
+    context, the in-cluster config), for an error line; never a credential."""
+    return f"the Kubernetes API server at {target}" if target else "the cluster"
+
+
+def explain(
+    exc: BaseException, target: KubeTarget | None, verb: str, config: KubeConfig | None = None
+) -> tuple[str, str]:
     """(why, what to check) for a request that failed, each a clause of one line. Only a
     401 or 403 gets an RBAC or credentials hint: for a server that cannot be reached, that
-    hint would send the reader the wrong way. `verb` is the RBAC verb and resource."""
+    hint would send the reader the wrong way. `verb` is the RBAC verb and resource;
+    `config`, the timeouts the request had."""
     origin = target.origin if target else "the kubeconfig"
     elsewhere = "or pass --kubeconfig / --context to use another cluster"
     status = status_of(exc)
@@ -725,12 +735,17 @@ def explain(exc: BaseException, target: KubeTarget | None, verb: str) -> tuple[s
     tls = _tls_failure(exc)
     if tls:
         return tls, f"check the cluster's certificate-authority in {origin}"
+    timeout, setting = _timed_out(exc, config or KubeConfig())
+    if timeout:
+        return timeout, (
+            f"check that the API server is up and reachable from here ({setting} sets how "
+            f"long lbhc waits), {elsewhere}"
+        )
     reason = connect_failure(exc)
     if reason:
         return reason, f"check that the cluster is up and reachable from here, {elsewhere}"
-    timeout = _read_timeout(exc)
-    if timeout:
-        return timeout, "the API server is overloaded or the connection was cut; try again"
+    if _cut(exc):
+        return "the connection was cut mid-answer", "try again"
     why = describe_kube_error(exc)
     return why, f"check that the cluster is up and reachable from here, {elsewhere}"
 
@@ -756,14 +771,25 @@ def _tls_failure(exc: BaseException) -> str:
     return ""
 
 
-def _read_timeout(exc: BaseException) -> str:
+def _timed_out(exc: BaseException, config: KubeConfig) -> tuple[str, str]:
+    """When a request ran out of time: which timeout and how long it was, and its setting;
+    ("", "") otherwise."""
+    kind = timeout_kind(exc)
+    if kind == "connect":
+        why = f"no connection within {config.connect_timeout_sec:g} s (connect timeout)"
+        return why, "kube.connect_timeout_sec"
+    if kind == "read":
+        why = f"no answer within {config.read_timeout_sec:g} s (read timeout)"
+        return why, "kube.request_timeout_sec"
+    return "", ""
+
+
+def _cut(exc: BaseException) -> bool:
     from urllib3 import exceptions as u3
 
     current: BaseException | None = exc
     while current is not None:
-        if isinstance(current, u3.ReadTimeoutError):
-            return "no answer in time (read timeout)"
         if isinstance(current, u3.ProtocolError):
-            return "the connection was cut mid-answer"
+            return True
         current = current.reason if isinstance(current, u3.MaxRetryError) else current.__cause__
-    return ""
+    return False

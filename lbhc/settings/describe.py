@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import typing
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +104,8 @@ def _expected(base: type[Settings], path: str) -> str:
     if field is None:
         return ""
     annotation = field.annotation
+    if annotation in (int | None, float | None):  # optional: unset means "lbhc decides"
+        annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
     if annotation is bool:
         return "true or false"
     if isinstance(annotation, type) and issubclass(annotation, StrEnum):

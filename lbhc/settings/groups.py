@@ -85,9 +85,14 @@ class GceSettings(Group):
     backoff_initial_sec: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     backoff_max_sec: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     operation_timeout_sec: float = Field(default=600.0, gt=0, allow_inf_nan=False)
-    # One request's read timeout; a request past it is retried (mutations with their
-    # requestId, so a slow one that landed is not applied twice).
+    # One attempt: to connect, then for each read of the answer. An attempt past either is
+    # retried (mutations with their requestId, so a slow one that landed is not applied
+    # twice), within the call's deadline.
+    connect_timeout_sec: float = Field(default=10.0, gt=0, le=600, allow_inf_nan=False)
     request_timeout_sec: float = Field(default=30.0, gt=0, le=600, allow_inf_nan=False)
+    # One call, every attempt and backoff included. None: 45 s for the one-shot commands,
+    # where a person waits, and 120 s for `lbhc run` (lbhc.gce.config).
+    call_timeout_sec: float | None = Field(default=None, gt=0, le=3600, allow_inf_nan=False)
     # Pool operations in flight, each holding its slot until DONE: at the default pacing and
     # 2-3 s operations, 8 capped attaches at ~3-4/s; 32 lets the pacing be the limit.
     max_concurrent_pool_calls: int = Field(default=32, ge=1, le=64)
@@ -249,6 +254,10 @@ class KubeSettings(Group):
 
     kubeconfig: str | None = None
     context: str | None = None
+    # One request, one attempt (no retries below lbhc): to connect, then for each read of
+    # the answer (watches wait longer: the server's bookmarks come about once a minute).
+    connect_timeout_sec: float = Field(default=5.0, gt=0, le=600, allow_inf_nan=False)
+    request_timeout_sec: float = Field(default=30.0, gt=0, le=600, allow_inf_nan=False)
 
     @field_validator("kubeconfig")
     @classmethod

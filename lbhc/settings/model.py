@@ -9,7 +9,12 @@ from typing import Any, ClassVar
 from pydantic import Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from lbhc.gce.config import GceClientConfig
+from lbhc.gce.config import (
+    CONTROLLER_CALL_TIMEOUT_SEC,
+    ONE_SHOT_CALL_TIMEOUT_SEC,
+    GceClientConfig,
+)
+from lbhc.kube.config import KubeConfig
 from lbhc.planner.config import HEALTH_CHECKER_RANGES, PlannerConfig, Selector
 from lbhc.settings.groups import (
     ControllerSettings,
@@ -94,8 +99,15 @@ class Settings(BaseSettings):
             readiness_selectors=selector_alternatives(self.readiness.selector),
         )
 
-    def gce_client_config(self, *, read_only: bool, client_id: str = "") -> GceClientConfig:
+    def gce_client_config(
+        self, *, read_only: bool, client_id: str = "", controller: bool = False
+    ) -> GceClientConfig:
+        """`controller`: for `lbhc run`, whose calls may take longer before they fail (a
+        failed pass re-reads the region to retry) than a one-shot command's."""
         gce = self.gce
+        default_call_timeout = (
+            CONTROLLER_CALL_TIMEOUT_SEC if controller else ONE_SHOT_CALL_TIMEOUT_SEC
+        )
         return GceClientConfig(
             client_id=client_id,
             project=gce.project,
@@ -108,9 +120,23 @@ class Settings(BaseSettings):
             backoff_initial_sec=gce.backoff_initial_sec,
             backoff_max_sec=gce.backoff_max_sec,
             operation_timeout_sec=gce.operation_timeout_sec,
+            connect_timeout_sec=gce.connect_timeout_sec,
             request_timeout_sec=gce.request_timeout_sec,
+            call_timeout_sec=gce.call_timeout_sec or default_call_timeout,
+            max_concurrent_calls=gce.max_concurrent_pool_calls,
             network_project=gce.network_project or "",
             network=gce.network,
+        )
+
+    def kube_config(self, host: str | None = None) -> KubeConfig:
+        """`host`: a plain URL instead of the kubeconfig (tests, the sandbox)."""
+        kube = self.kube
+        return KubeConfig(
+            kubeconfig=kube.kubeconfig,
+            context=kube.context,
+            host=host,
+            connect_timeout_sec=kube.connect_timeout_sec,
+            read_timeout_sec=kube.request_timeout_sec,
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from lbhc.kube.client import (
     KubeReader,
     KubeReadError,
     KubeTarget,
-    make_api_client,
+    connect,
     read_kube_system_uid,
 )
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer, decode_continue
@@ -28,7 +29,8 @@ from tests.builders.kube import (
     replacement_daemonset,
     service,
 )
-from tests.kube_fixtures import seed
+from tests.hostile.conftest import free_port
+from tests.kube_fixtures import seed, write_kubeconfig
 
 MANY = 1_201  # three pages of 500
 
@@ -381,17 +383,45 @@ def test_a_complete_read_of_a_whole_cluster_is_the_same_snapshot(
 def test_an_unreachable_server_gets_no_rbac_hint_a_refusal_does(kube_fake: KubeFake) -> None:
     with KubeFakeServer(kube_fake) as server:
         url = server.url
-        api_client = make_api_client(KubeConfig(host=url, retries=0))
+        config = KubeConfig(host=url)
+        api_client, target = connect(config)
+        api = KubeApi(api_client, config, target=target)
         kube_fake.faults.fail_requests(times=1, status=403, path_contains="/namespaces")
         with pytest.raises(KubeReadError) as refused:
-            read_kube_system_uid(KubeApi(api_client, KubeConfig(host=url)))
+            read_kube_system_uid(api)
     with pytest.raises(KubeReadError) as unreachable:
-        read_kube_system_uid(KubeApi(api_client, KubeConfig(host=url)))
+        read_kube_system_uid(api)
     assert "HTTP 403 Forbidden" in str(refused.value)
     assert "allow `get namespaces`" in str(refused.value)
     assert "connection refused" in str(unreachable.value)
     assert "allow" not in str(unreachable.value) and "rbac" not in str(unreachable.value)
     assert "or set --cluster-id" in str(unreachable.value)
+    where = f"from the Kubernetes API server at {url} (a URL given directly)"
+    assert where in str(unreachable.value) and where in str(refused.value)
+
+
+def test_a_failed_read_names_the_server_and_the_kubeconfig_context_never_a_credential(
+    tmp_path: Path,
+) -> None:
+    """Which cluster a failure is about is the first thing to check on a real cluster: the
+    server URL and the kubeconfig's context, as connect() found them; never the token, nor
+    a password in the server URL."""
+    dead = f"127.0.0.1:{free_port()}"
+    kubeconfig = write_kubeconfig(tmp_path, f"http://admin:hunter2@{dead}")
+    document = json.loads(kubeconfig.read_text())
+    document["users"][0]["user"] = {"token": "secret-token-value"}
+    kubeconfig.write_text(json.dumps(document))
+    config = KubeConfig(kubeconfig=str(kubeconfig))
+    api_client, target = connect(config)
+    with pytest.raises(KubeReadError) as caught:
+        read_kube_system_uid(KubeApi(api_client, config, target=target))
+    message = str(caught.value)
+    assert message.startswith(
+        f"cannot read namespace kube-system from the Kubernetes API server at http://{dead} "
+        f"(context 'fake' of kubeconfig {kubeconfig}) to derive the cluster id: "
+    ), message
+    assert "connection refused" in message
+    assert "hunter2" not in message and "secret-token-value" not in message
 
 
 @pytest.mark.parametrize(
