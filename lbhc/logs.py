@@ -56,6 +56,14 @@ def _own_or_warning(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or record.name.split(".", 1)[0] == "lbhc"
 
 
+def _not_a_library_retry(record: logging.LogRecord) -> bool:
+    """urllib3 logs each retry it makes on its own as a WARNING ("Retrying (Retry(total=2,
+    ...)) after connection broken by ..."), three per failed request by default. lbhc turns
+    those retries off (its own are logged once each, by lbhc.gce.calls and the controller's
+    loops), so such a line would only ever be noise from a client configured elsewhere."""
+    return not (record.name.startswith("urllib3") and str(record.msg).startswith("Retrying"))
+
+
 def configure(level: str, fmt: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
@@ -63,6 +71,7 @@ def configure(level: str, fmt: str) -> None:
     else:
         handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_own_or_warning)
+    handler.addFilter(_not_a_library_retry)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
