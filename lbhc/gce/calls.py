@@ -101,17 +101,25 @@ class Spent:
     read_timeout: float
 
 
-def call_bound_sec(config: GceClientConfig, read_timeout: float | None = None) -> float:
+def poll_budget_sec(config: GceClientConfig) -> float:
+    """An operation poll's deadline: the API may hold `wait` for about two minutes before it
+    answers, done or not, so a poll gets operation_poll_timeout_sec for that on top of a
+    call's time (and never more than the operation has left: lbhc.gce.client)."""
+    return config.call_timeout_sec + config.operation_poll_timeout_sec
+
+
+def call_bound_sec(config: GceClientConfig, *, poll: bool = False) -> float:
     """The longest one call can take from its first request to its failure: its deadline,
     or less when max_attempts attempts and the longest backoffs between them end sooner.
-    `read_timeout`: an attempt's, when not request_timeout_sec (an operation poll's)."""
-    read = config.request_timeout_sec if read_timeout is None else read_timeout
+    `poll`: an operation poll's (operation_poll_timeout_sec per attempt)."""
+    read = config.operation_poll_timeout_sec if poll else config.request_timeout_sec
+    budget = poll_budget_sec(config) if poll else config.call_timeout_sec
     attempts = config.max_attempts * (config.connect_timeout_sec + read)
     backoffs = sum(
         min(config.backoff_max_sec, config.backoff_initial_sec * 2.0**n)
         for n in range(config.max_attempts - 1)
     )
-    return min(config.call_timeout_sec, attempts + backoffs)
+    return min(budget, attempts + backoffs)
 
 
 class Caller:

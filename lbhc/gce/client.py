@@ -21,7 +21,14 @@ from typing import Any, TypeVar
 from google.api_core import exceptions as core
 
 from lbhc.gce import convert
-from lbhc.gce.calls import AttemptTimeout, Caller, fit_pool, identity_of, said
+from lbhc.gce.calls import (
+    AttemptTimeout,
+    Caller,
+    fit_pool,
+    identity_of,
+    poll_budget_sec,
+    said,
+)
 from lbhc.gce.config import OTHER_CALLERS, GceClientConfig, make_credentials
 from lbhc.gce.errors import (
     GceNotCompute,
@@ -221,7 +228,7 @@ class GceClient:
                 poll,
                 mutating=False,
                 read_timeout=min(config.operation_poll_timeout_sec, remaining),
-                budget=min(config.call_timeout_sec + config.operation_poll_timeout_sec, remaining),
+                budget=min(poll_budget_sec(config), remaining),
             )
         error = operation_error(op)
         if error is not None:
