@@ -33,7 +33,7 @@ iac:
 # by landing in a listed directory: add a new pure test file here by hand. tests/planner is
 # listed whole, less its one test served over a socket; tests/test_container.py less its one
 # that runs lbhc run as a process (it had slipped in with the file).
-UNIT_TESTS := tests/planner tests/controller/test_leader.py tests/controller/test_reflector.py \
+UNIT_TESTS := tests/planner tests/gce/test_calls.py tests/controller/test_leader.py tests/controller/test_reflector.py \
 	tests/controller/test_drain_timing.py tests/controller/test_read_budget.py tests/test_settings.py tests/test_monitoring.py \
 	tests/test_docs.py tests/test_container.py tests/gce/test_permissions.py \
 	tests/gce/test_ratelimit.py tests/hostile/test_versions.py tests/hostile/test_decode_fuzz.py \
