@@ -406,3 +406,29 @@ def test_a_kubeconfig_that_is_not_yaml_is_one_line_naming_the_file(
     [line] = err.splitlines()
     assert line.startswith(f"lbhc: error: kubeconfig {kubeconfig} is not valid YAML (line ")
     assert line.endswith("expected a kubeconfig file as `kubectl config view --raw` writes it")
+
+
+def test_an_apply_with_more_changes_than_requests_pool_logs_no_discarded_connection(
+    compute: ComputeEnv,
+    snapshot_file: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """40 attaches, 32 workers, each holding a connection while it waits for its operation:
+    with requests' default pool of 10 per session, urllib3 opened the rest and threw them
+    away, a "Connection pool is full, discarding connection" warning each. The sessions keep
+    as many connections as the executor runs calls at once."""
+    services = [service(f"s{i}") for i in range(40)]
+    pools = seed(compute, *services)
+    compute.fake.operation_latency = 0.5  # every worker waits at once
+    monkeypatch.setenv("LBHC_GCE_MUTATIONS_PER_SECOND", "1000")
+    monkeypatch.setenv("LBHC_GCE_READS_PER_SECOND", "1000")
+    path = snapshot_file(node(), *services)
+    code, out, err = run(
+        capsys, "apply", "--auto-approve", "--cluster-snapshot", str(path), *gce_args(compute)
+    )
+    assert code == 0, err
+    assert "Applied: 42 done, 0 failed, 0 skipped." in out
+    assert all(compute.pool_checks(p) == [URL] for p in pools)
+    assert "Connection pool is full" not in err, err
+    assert err == "", err

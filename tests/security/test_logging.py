@@ -74,3 +74,22 @@ def test_below_warning_only_lbhc_records_are_written(
         ("websocket", "connection lost"),
         ("lbhc.controller", "pass skipped"),
     ]
+
+
+def test_a_librarys_own_retry_lines_are_not_written(
+    capsys: pytest.CaptureFixture[str], restore_logging: None
+) -> None:
+    """urllib3 logs each retry it makes at WARNING; lbhc turns those retries off and logs
+    its own, so such a line is noise (three per failed request by default). Its other
+    warnings stay."""
+    logs.configure("INFO", "text")
+    pool = logging.getLogger("urllib3.connectionpool")
+    pool.warning(
+        "Retrying (%r) after connection broken by '%r': %s",
+        "Retry(total=2, connect=None, read=None, redirect=None, status=None)",
+        "NewConnectionError('Failed to establish a new connection: [Errno 111]')",
+        "/api/v1/namespaces/kube-system",
+    )
+    pool.warning("Connection pool is full, discarding connection: %s", "127.0.0.1")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "Connection pool is full" in lines[0], lines
