@@ -32,6 +32,7 @@ from lbhc.kube.client import (
     read_cloud_provider_uid,
     read_kube_proxy_replacement,
     read_kube_system_uid,
+    where,
 )
 from lbhc.kube.resources import Resource
 from lbhc.planner.config import ReadinessPolicy
@@ -199,6 +200,10 @@ class ControllerApp:
         """Blocks until stop(). Order matters on the way out: stop writing first."""
         self.http = (self.http or self._bind_http()).start()
         log.info("serving /healthz, /readyz and /metrics on %s", self.http.url)
+        # Which cluster and endpoint, once: the failures logged later name what failed.
+        log.info(
+            "reading %s and the Compute API at %s", where(self.api.target), self.gce.config.endpoint
+        )
         try:
             uid = None if self.settings.health_check.cluster_id else self._kube_system_uid()
             self._detect_kube_proxy()
@@ -295,7 +300,11 @@ class ControllerApp:
             try:
                 found = self.api.detect_selectors(daemonsets=daemonsets)
             except Exception as exc:
-                log.warning("cannot list kube-proxy Pods (%s); retrying", describe_kube_error(exc))
+                log.warning(
+                    "cannot list kube-proxy Pods from %s (%s); retrying",
+                    where(self.api.target),
+                    describe_kube_error(exc),
+                )
                 self.stop_event.wait(backoff.next())
                 continue
             if found:
