@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lbhc.gce import convert
+from lbhc.gce.calls import AttemptTimeout
 from lbhc.gce.client import GceClient
 from lbhc.model.cloud import TargetPool, http_health_check_url
 from lbhc.model.cluster import Service
@@ -28,9 +29,9 @@ def get_target_pool(gce: GceClient, name: str) -> TargetPool | None:
     so the baseline reaches into the client for it."""
     project, region = gce.config.project, gce.config.region
 
-    def fetch() -> Any:
+    def fetch(timeout: AttemptTimeout) -> Any:
         return gce._pools.get(
-            project=project, region=region, target_pool=name, **gce._gapic_kwargs()
+            project=project, region=region, target_pool=name, **gce._gapic_kwargs(timeout)
         )
 
     found = gce._get_or_none("get_target_pool", fetch)
