@@ -35,6 +35,7 @@ iac:
 # that runs lbhc run as a process (it had slipped in with the file).
 UNIT_TESTS := tests/planner tests/controller/test_leader.py tests/controller/test_reflector.py \
 	tests/controller/test_drain_timing.py tests/controller/test_read_budget.py tests/test_settings.py tests/test_monitoring.py \
+	tests/test_import_graph.py \
 	tests/test_docs.py tests/test_container.py tests/gce/test_permissions.py \
 	tests/gce/test_ratelimit.py tests/hostile/test_versions.py tests/hostile/test_decode_fuzz.py \
 	tests/hostile/test_planner_fuzz.py tests/security/test_logging.py \
