@@ -86,7 +86,7 @@ bench: $(STAMP)
 CHAOS_JSON ?= chaos-results.jsonl
 chaos: $(STAMP)
 	rm -f $(CHAOS_JSON)
-	LBHC_CHAOS_REPORT=$(abspath $(CHAOS_JSON)) $(BIN)/python -m pytest -q --chaos tests/chaos tests/hostile tests/security
+	CHAOS_REPORT_FILE=$(abspath $(CHAOS_JSON)) $(BIN)/python -m pytest -q --chaos tests/chaos tests/hostile tests/security
 	$(BIN)/python -m tests.chaos.report $(CHAOS_JSON)
 
 # Lists the pins in requirements.lock that have known vulnerabilities (PyPI's advisories).
