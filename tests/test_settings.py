@@ -361,8 +361,7 @@ def test_an_unknown_variable_is_warned_with_the_setting_it_resembles(
         settings = load_settings(**REQUIRED)
     assert settings.gce.region == "r"
     assert [r.getMessage() for r in caplog.records] == [
-        "variable LBHC_GCE_REGIOM is no lbhc setting and is ignored "
-        "(did you mean LBHC_GCE_REGION?)"
+        "variable LBHC_GCE_REGIOM is no lbhc setting and is ignored (did you mean LBHC_GCE_REGION?)"
     ]
 
 
