@@ -62,7 +62,12 @@ _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d+)?)(?![a-z])|(?P<dur>\[\d+[smhd]\])|(?P<str>\"(?:[^\"\\]|\\.)*\")"
     r"|(?P<op>==|!=|>=|<=|=~|!~|[-+*/<>=(){},])|(?P<id>[a-zA-Z_:][a-zA-Z0-9_:]*))"
 )
-_AGGREGATIONS = {"sum": sum, "max": max, "min": min, "count": len}
+_AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
+    "sum": sum,
+    "max": max,
+    "min": min,
+    "count": len,
+}
 _COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     "==": lambda a, b: a == b,
     "!=": lambda a, b: a != b,

@@ -31,7 +31,7 @@ def steady(value: float | str | None, until: int = HORIZON) -> list[float | str 
     return [value] * (until + 1)
 
 
-def then(before: list[float | str | None], after: list[float | str | None]) -> list[Any]:
+def then(before: list[Any], after: list[Any]) -> list[Any]:
     return before + after[len(before) :]
 
 

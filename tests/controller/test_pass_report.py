@@ -14,7 +14,7 @@ LEASE = ObjectRef("Lease", "lbhc", "lbhc-system", "coordination.k8s.io/v1")
 
 
 def reporter() -> tuple[PassReporter, Metrics, list[EventSpec]]:
-    metrics, events = Metrics(), []
+    metrics, events = Metrics(), list[EventSpec]()
     config = PlannerConfig(project="p", region="r", node_tags=("t",))
     return PassReporter(config, metrics, events.append, LEASE), metrics, events
 
