@@ -255,6 +255,7 @@ class Controller:
 
     def leadership_lost(self) -> None:
         self._reporter.reset()
+        self._pass_report.reset()
 
     def _with_probes(self, cluster: ClusterSnapshot, prober: NodeProber) -> ClusterSnapshot:
         """Probe answers for the nodes that need them. A node still waiting for its first
