@@ -90,9 +90,17 @@ def render_result_summary(result: ApplyResult) -> str:
 
 
 def render_json(plan: Plan, result: ApplyResult | None = None, *, interrupted: bool = False) -> str:
+    return json.dumps(plan_document(plan, result, interrupted=interrupted), indent=2)
+
+
+def plan_document(
+    plan: Plan, result: ApplyResult | None = None, *, interrupted: bool = False
+) -> dict[str, Any]:
+    """The plan as data and, once carried out, what became of each change (`results`): one
+    shape for `apply --output json` and the controller's GET /plan."""
     body = plan.to_json()
     if result is not None:
         body["results"] = [o.to_json() for o in result.outcomes]
         body["ok"] = result.ok and not interrupted
         body["interrupted"] = interrupted
-    return json.dumps(body, indent=2, sort_keys=False)
+    return body

@@ -28,7 +28,7 @@ from tests.controller.harness import PROJECT, REGION, world
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
-OVERLAYS = ("default", "dry-run", "monitoring", "readiness-enforce")
+OVERLAYS = ("autopilot", "default", "dry-run", "monitoring", "readiness-enforce")
 OPERATOR_KINDS = {"PrometheusRule", "ServiceMonitor"}  # CRDs: no bundled schema to check
 
 
@@ -531,27 +531,36 @@ def lbhc_requests_through_everything(tmp_path: Path) -> set[Request]:
         return {parse(e.method, e.path, e.query) for e in w.kube.journal if e.status < 400}
 
 
+def unused_grants(
+    rules: list[tuple[str | None, dict[str, Any]]], used: set[Request]
+) -> list[tuple[str, str, str, str]]:
+    """(namespace, group, resource, verb) granted that no request of lbhc's needed."""
+    return [
+        (namespace or "all namespaces", group, resource, verb)
+        for namespace, rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+        if not any(
+            grants({**rule, "apiGroups": [group], "resources": [resource], "verbs": [verb]}, r)
+            and namespace in (None, r.namespace)
+            for r in used
+        )
+    ]
+
+
 def test_rbac_grants_exactly_what_lbhc_calls(tmp_path: Path) -> None:
     used = lbhc_requests_through_everything(tmp_path)
     default = granted_rules(render("default"))
     enforce = granted_rules(render("readiness-enforce"))
+    autopilot = granted_rules(render("autopilot"))
 
     patches = {r for r in used if r.verb == "patch"}
     assert patches == {Request("apps", "daemonsets", "patch", "kube-system", "kube-proxy")}
-    missing = [r for r in used - patches if not allowed(default, r)]
-    assert not missing, f"the default install lacks {missing}"
+    for name, rules in (("default", default), ("autopilot", autopilot)):
+        missing = [r for r in used - patches if not allowed(rules, r)]
+        assert not missing, f"the {name} install lacks {missing}"
+        assert not any(allowed(rules, r) for r in patches)  # the write is opt-in only
+        assert not unused_grants(rules, used - patches), name
     assert all(allowed(enforce, r) for r in used)
-    assert not any(allowed(default, r) for r in patches)  # the write is opt-in only
-    for namespace, rule in enforce:
-        unused = [
-            (group, resource, verb)
-            for group in rule["apiGroups"]
-            for resource in rule["resources"]
-            for verb in rule["verbs"]
-            if not any(
-                grants({**rule, "apiGroups": [group], "resources": [resource], "verbs": [verb]}, r)
-                and namespace in (None, r.namespace)
-                for r in used
-            )
-        ]
-        assert not unused, f"granted but never used: {unused} in {namespace or 'all namespaces'}"
+    assert not unused_grants(enforce, used)

@@ -289,3 +289,41 @@ def test_license_is_apache_2_as_pyproject_declares() -> None:
     assert lines[-1] == "limitations under the License."
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["license"] == "Apache-2.0"
+
+
+# --- one uninstall order -----------------------------------------------------------------
+
+# The steps, in the order every doc must give them: stop writing, undo GCE, remove manifests.
+UNINSTALL_STEPS = (
+    ("scale to 0", re.compile(r"^kubectl .*\bscale\b.*--replicas=0\b")),
+    ("teardown", re.compile(r"^lbhc teardown\b")),
+    ("delete the manifests", re.compile(r"^kubectl delete -k\b")),
+)
+
+
+def uninstall_order(markdown: str, heading: str) -> list[str]:
+    """The steps the command blocks of the section `heading` run, in order (a step given
+    twice, as teardown's look-then-do, counts once)."""
+    section = markdown.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", section, re.DOTALL)
+    order: list[str] = []
+    for line in "\n".join(blocks).splitlines():
+        step = next((name for name, pattern in UNINSTALL_STEPS if pattern.match(line)), None)
+        if step and (not order or order[-1] != step):
+            order.append(step)
+    return order
+
+
+def test_every_doc_gives_the_same_uninstall_order() -> None:
+    want = [name for name, _ in UNINSTALL_STEPS]
+    readme = (ROOT / "README.md").read_text()
+    deploying = (ROOT / "docs" / "deploying.md").read_text()
+    assert uninstall_order(readme, "## Uninstalling") == want
+    assert uninstall_order(deploying, "## Uninstall") == want
+
+
+def test_the_uninstall_order_check_sees_a_wrong_order() -> None:
+    wrong = (
+        "x\n## Uninstall\n\n```sh\nkubectl delete -k deploy/overlays/default\nlbhc teardown\n```\n"
+    )
+    assert uninstall_order(wrong, "## Uninstall") == ["delete the manifests", "teardown"]

@@ -349,3 +349,38 @@ def test_every_setting_named_a_flag_is_one() -> None:
     flags = {option for action in run._actions for option in action.option_strings}
     for name in SETTING_NAMES:
         assert (name.flag in flags) == name.is_flag, name
+
+
+def test_an_unknown_variable_is_warned_with_the_setting_it_resembles(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same typo in the file is an error; in the environment, shared with other tools,
+    it is a warning, but never silence."""
+    monkeypatch.setenv("LBHC_GCE_REGIOM", "europe-west1")
+    with caplog.at_level(logging.WARNING, logger="lbhc.settings"):
+        settings = load_settings(**REQUIRED)
+    assert settings.gce.region == "r"
+    assert [r.getMessage() for r in caplog.records] == [
+        "variable LBHC_GCE_REGIOM is no lbhc setting and is ignored (did you mean LBHC_GCE_REGION?)"
+    ]
+
+
+def test_an_unknown_variable_joins_the_error_it_may_explain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LBHC_GCE_PROJEKT", "p")
+    with pytest.raises(SettingsError) as raised:
+        load_settings(region="r", node_tags="a")
+    lines = str(raised.value).splitlines()
+    assert lines[0].startswith("invalid settings: setting 'gce.project': required")
+    assert lines[1:] == [
+        "variable LBHC_GCE_PROJEKT is no lbhc setting and is ignored "
+        "(did you mean LBHC_GCE_PROJECT?)"
+    ]
+
+
+def test_every_setting_variable_old_or_new_is_known() -> None:
+    from lbhc.settings.load import unknown_variables
+
+    names = {n.env: "1" for n in SETTING_NAMES} | {n.flat_env: "1" for n in SETTING_NAMES}
+    assert unknown_variables(names) == []

@@ -62,11 +62,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # one clear line, never a traceback, for expected failures
         from lbhc.cli.apply import ApplyDeclined
         from lbhc.cli.messages import user_message
+        from lbhc.planner.planner import PlanningError
         from lbhc.settings import SettingsError
 
         if isinstance(exc, ApplyDeclined):
             return _report(str(exc), EXIT_ERROR)
-        if isinstance(exc, UsageError | SettingsError):
+        # The fix is a flag, a setting or a file: a cluster id that cannot be known or makes
+        # no valid name is fixed by --cluster-id, as a snapshot file by another file.
+        if isinstance(exc, UsageError | SettingsError | PlanningError):
             return _report(str(exc), usage_exit_code(arguments))
         message = user_message(exc)
         if message is None:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from lbhc.executor import ComputeWriter
     from lbhc.model.cluster import ClusterSnapshot
     from lbhc.model.plan import Plan
+    from lbhc.planner.config import PlannerConfig
     from lbhc.settings import Settings
 
 from lbhc.cli.parser import EXIT_CHANGES, EXIT_OK
@@ -52,11 +53,23 @@ def plan_or_apply(args: argparse.Namespace) -> int:
     # Plan mode opens a read-only client: a mutation would raise before reaching GCE.
     gce = GceClient(settings.gce_client_config(read_only=not applying))
     the_plan, _ = EvidencePlanner(gce, config).plan(cluster, gce.read_snapshot(name, complete=True))
+    refuse_out_of_scope(the_plan, config)
 
     if not applying:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
         return EXIT_CHANGES if args.detailed_exitcode and the_plan.has_changes else EXIT_OK
     return apply_and_report(the_plan, gce, settings.gce.max_concurrent_pool_calls, args).exit_code
+
+
+def refuse_out_of_scope(the_plan: Plan, config: PlannerConfig) -> None:
+    """GCE shows a project or region with none of the cluster's load balancers exactly as a
+    cluster without any: "No changes" (exit 0 under --detailed-exitcode) would pass a CI gate
+    on a wrong view. The fix is --project or --region: exit 2 (1 under --detailed-exitcode)."""
+    from lbhc.errors import SetupError
+    from lbhc.planner.scope import ScopeMismatch
+
+    if the_plan.out_of_scope:
+        raise SetupError(ScopeMismatch(the_plan.out_of_scope).message(config, one_shot=True))
 
 
 def apply_and_report(

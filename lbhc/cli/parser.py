@@ -111,16 +111,17 @@ def _gce_endpoint_flag(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def _settings_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
-    )
-    gce = parser.add_argument_group(
-        "GCE (each flag is also a setting in --config and an LBHC_* variable, named in "
-        "[brackets]; flags win, then variables, then the file)"
-    )
+def _gce_flags(gce: argparse._ArgumentGroup, *, teardown: bool = False) -> None:
+    """The GCE flags of plan, apply, status and run, and of teardown too, so that a script
+    passes the same flags to each (teardown needs fewer: it ignores --node-tags and
+    --health-check-mode, and --cluster-id there is needed to change anything)."""
     gce.add_argument("--project", help="the GCP project of the load balancers (required)")
-    gce.add_argument("--region", help="the region of the target pools (required)")
+    gce.add_argument(
+        "--region",
+        help="the region whose target pools to detach (required)"
+        if teardown
+        else "the region of the target pools (required)",
+    )
     gce.add_argument(
         "--network",
         help="the VPC network the firewall rule goes on, a name or a projects/... path "
@@ -135,19 +136,40 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     gce.add_argument(
         "--node-tags",
         metavar="TAG,TAG",
-        help="comma-separated network tags of the nodes: the firewall rule's targets (required)",
+        help="accepted so a script passes plan's flags unchanged; teardown deletes by name "
+        "and needs none (default: none)"
+        if teardown
+        else "comma-separated network tags of the nodes: the firewall rule's targets (required)",
     )
     gce.add_argument(
         "--cluster-id",
-        help="names lbhc's check and firewall (default: a hash of the kube-system namespace UID)",
+        help="whose check to tear down; needed to change anything (default: none, which "
+        "shows the plan for the one lbhc health check in the project and changes nothing)"
+        if teardown
+        else "names lbhc's check and firewall (default: a hash of the kube-system namespace UID)",
     )
     _gce_endpoint_flag(gce)
     gce.add_argument(
         "--health-check-mode",
         metavar="coexist|takeover",
-        help="coexist: leave a pool's existing check, such as the cloud provider's "
+        help="accepted so a script passes plan's flags unchanged; teardown gives back every "
+        f"check lbhc replaced in either mode (default: {_setting_default('health_check_mode')})"
+        if teardown
+        else "coexist: leave a pool's existing check, such as the cloud provider's "
         "k8s-<uid>-node; takeover: replace it with lbhc's, recording it to give back "
         f"(default: {_setting_default('health_check_mode')})",
+    )
+
+
+def _settings_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
+    )
+    _gce_flags(
+        parser.add_argument_group(
+            "GCE (each flag is also a setting in --config and an LBHC_* variable, named in "
+            "[brackets]; flags win, then variables, then the file)"
+        )
     )
     kube = parser.add_argument_group("Kubernetes")
     kube.add_argument(
@@ -229,15 +251,10 @@ def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     teardown.add_argument(
         "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
     )
-    gce = teardown.add_argument_group("GCE (also settings: LBHC_GCE_* variables or --config)")
-    gce.add_argument("--project", help="the GCP project of the load balancers (required)")
-    gce.add_argument("--region", help="the region whose target pools to detach (required)")
-    gce.add_argument(
-        "--cluster-id",
-        help="whose check to tear down; needed to change anything (default: none, which "
-        "shows the plan for the one lbhc health check in the project and changes nothing)",
+    _gce_flags(
+        teardown.add_argument_group("GCE (also settings: LBHC_GCE_* variables or --config)"),
+        teardown=True,
     )
-    _gce_endpoint_flag(gce)
     teardown.add_argument("--dry-run", action="store_true", help="show the plan, change nothing")
     _auto_approve_flag(teardown)
     _output_flag(teardown)

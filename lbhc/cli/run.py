@@ -1,4 +1,6 @@
-"""`lbhc run`: the controller in the foreground until SIGTERM or SIGINT."""
+"""`lbhc run`: the controller in the foreground until SIGTERM or SIGINT. SIGTERM is how
+Kubernetes stops a Pod: a normal end, exit 0. SIGINT is Ctrl-C: exit 130, as every other
+command interrupted (128 + SIGINT, as shells report it)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import logging
 import signal
 
 from lbhc.cli.oneshot import settings_from
-from lbhc.cli.parser import EXIT_OK
+from lbhc.cli.parser import EXIT_INTERRUPTED, EXIT_OK
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +24,14 @@ def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level or "INFO", settings.log.format)
     options = RunOptions.of(settings)
     app = ControllerApp(settings, options)
+    stopped_by: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopped_by.append(signum)
+        app.stop()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: app.stop())
+        signal.signal(sig, stop)
     log.info(
         "lbhc %s starting as %s%s",
         "controller",
@@ -31,5 +39,6 @@ def run(args: argparse.Namespace) -> int:
         " (dry run: no GCE changes)" if options.dry_run else "",
     )
     app.run()
-    log.info("lbhc stopped")
-    return EXIT_OK
+    interrupted = stopped_by[:1] == [signal.SIGINT]
+    log.info("lbhc stopped%s", " (interrupted)" if interrupted else "")
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK

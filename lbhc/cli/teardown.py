@@ -2,7 +2,9 @@
 gone already): shows the plan, then detaches lbhc's check from every pool of the region, gives
 back every check lbhc replaced, and deletes the check and its firewall. Safe to run again;
 `--dry-run` only shows the plan. Without `--cluster-id` it finds lbhc's check in the project
-and only shows the plan: acting on a guess could tear down another cluster's."""
+and only shows the plan: acting on a guess could tear down another cluster's. A
+--cluster-id that names nothing (a typo, or a teardown already complete) exits 2
+naming the checks lbhc does own, never "No changes"."""
 
 from __future__ import annotations
 
@@ -12,14 +14,16 @@ import sys
 from typing import TYPE_CHECKING
 
 from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from lbhc.errors import SetupError
 
 if TYPE_CHECKING:
     from lbhc.gce.client import GceClient
     from lbhc.settings import Settings
 
 
-class TeardownError(RuntimeError):
-    """Which of lbhc's checks to tear down cannot be told (one line, names the fix)."""
+class TeardownError(SetupError):
+    """Which of lbhc's checks to tear down cannot be told, or --cluster-id names none: the
+    fix is a flag (exit 2; one line, naming it)."""
 
 
 def teardown(args: argparse.Namespace) -> int:
@@ -35,8 +39,12 @@ def teardown(args: argparse.Namespace) -> int:
         base=GceOnlySettings,
         project=args.project,
         region=args.region,
+        network=args.network,
+        network_project=args.network_project,
+        node_tags=args.node_tags,
         cluster_id=args.cluster_id,
         gce_endpoint=args.gce_endpoint,
+        health_check_mode=args.health_check_mode,
     )
     named = settings.health_check.cluster_id is not None
     gce = GceClient(settings.gce_client_config(read_only=args.dry_run or not named))
@@ -54,6 +62,8 @@ def teardown(args: argparse.Namespace) -> int:
     cloud = gce.read_snapshot(name)
     check_url = http_health_check_url(settings.gce.project, name)
     the_plan = plan_teardown(cloud, name, cluster_id, check_url)
+    if named and not the_plan.changes and not the_plan.withheld:
+        raise TeardownError(_nothing_of(cluster_id, name, gce, settings))
     if args.dry_run or not named or not the_plan.changes:
         print(render_json(the_plan) if args.output == "json" else render_plan_text(the_plan))
         if not named and the_plan.changes and not args.dry_run:
@@ -81,22 +91,47 @@ def teardown(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_ERROR
 
 
+def _nothing_of(cluster_id: str, name: str, gce: GceClient, settings: Settings) -> str:
+    """ "No changes" for a cluster id that names nothing would read as success while another
+    cluster's check, firewall and attachments remain (a mistyped id). A run after a complete
+    teardown lands here too: the message says both, and names the checks lbhc does own."""
+    owned = _owned_checks(gce, settings)
+    found = (
+        "lbhc's checks in the project: "
+        + ", ".join(f"{check} (cluster {owner})" for owner, check in owned)
+        + "; pass one of those clusters' --cluster-id"
+        if owned
+        else "no other check of lbhc's is in the project either"
+    )
+    return (
+        f"nothing of lbhc's for cluster {cluster_id} in project {settings.gce.project}, "
+        f"region {settings.gce.region}: no check or firewall {name}, no pool carrying it "
+        f"(already torn down, or check --cluster-id and --project); {found}"
+    )
+
+
+def _owned_checks(gce: GceClient, settings: Settings) -> list[tuple[str, str]]:
+    """(cluster id, check name) of every check lbhc's ownership mark says is lbhc's."""
+    from lbhc.planner.shared import owner_of
+
+    prefix = f"{settings.health_check.base_name}-"
+    return sorted(
+        (owner, check.name)
+        for check in gce.list_http_health_checks()
+        if check.name.startswith(prefix) and (owner := owner_of(check.description))
+    )
+
+
 def _find(gce: GceClient, settings: Settings) -> tuple[str, str] | None:
     """(cluster id, name) of lbhc's check: by --cluster-id, else the one lbhc owns in the
     project (shown, never acted on)."""
     from lbhc.planner.names import shared_resource_name
-    from lbhc.planner.shared import owner_of
 
     check_settings = settings.health_check
     if check_settings.cluster_id:
         cluster_id = check_settings.cluster_id
         return cluster_id, shared_resource_name(check_settings.base_name, cluster_id)
-    prefix = f"{check_settings.base_name}-"
-    owned = sorted(
-        (owner, check.name)
-        for check in gce.list_http_health_checks()
-        if check.name.startswith(prefix) and (owner := owner_of(check.description))
-    )
+    owned = _owned_checks(gce, settings)
     if len(owned) > 1:
         listed = ", ".join(f"{name} (cluster {owner})" for owner, name in owned)
         raise TeardownError(

@@ -193,8 +193,8 @@ class ControllerApp:
         return self.options.dry_run or self.elector is None or self.elector.may_write()
 
     def _last_plan(self) -> dict[str, Any] | None:
-        plan = self.controller.last_plan if self.controller else None
-        return plan.to_json() if plan else None
+        last = self.controller.last_pass if self.controller else None
+        return last.to_json() if last else None
 
     def run(self) -> None:
         """Blocks until stop(). Order matters on the way out: stop writing first."""

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from lbhc.controller.awareness import KubeProxyReporter
 from lbhc.controller.backoff import Backoff
@@ -20,7 +21,7 @@ from lbhc.controller.pass_report import PassReporter
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
 from lbhc.evidence import EvidencePlanner
-from lbhc.executor import Executor, Status
+from lbhc.executor import ApplyResult, Executor, Status
 from lbhc.gce.client import GceClient
 from lbhc.gce.errors import describe_gce_error
 from lbhc.kube.cache import ClusterCache
@@ -34,6 +35,7 @@ from lbhc.planner.nodes import is_leaving
 from lbhc.planner.planner import shared_name_for
 from lbhc.planner.status import StatusReport, assess
 from lbhc.probe.prober import NodeProber
+from lbhc.render import plan_document
 
 log = logging.getLogger(__name__)
 EVIDENCE_INTERVAL_SEC = 60.0
@@ -61,6 +63,27 @@ class ControllerOptions:
     # (0: never), and the read budget all such reads share (0: none are made).
     lb_health_sample_sec: float = 60.0
     lb_health_reads_per_minute: int = 30
+
+
+@dataclass(frozen=True)
+class LastPass:
+    """The newest pass's plan and, once the executor is done, what became of each change:
+    GET /plan tells a plan still to be carried out from one already carried out. One
+    attribute, replaced whole, so a reader never pairs a plan with another pass's result."""
+
+    plan: Plan
+    result: ApplyResult | None = None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        body = plan_document(self.plan, self.result)
+        if self.dry_run:
+            body["state"] = "dry-run: planned, not carried out"
+        elif self.result is None:
+            body["state"] = "carrying out"
+        else:
+            body["state"] = "carried out: see results"
+        return body
 
 
 class Controller:
@@ -108,6 +131,7 @@ class Controller:
             may_read=lambda: options.dry_run or may_write(),
         )
         self.last_plan: Plan | None = None
+        self.last_pass: LastPass | None = None
         self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
         self._pass_report = PassReporter(config, metrics, self._record, lease)
@@ -176,6 +200,7 @@ class Controller:
             cluster = self._with_probes(cluster, self._prober)
         the_plan, cloud = self._planner.plan(cluster, cloud)
         self.last_plan = the_plan
+        self.last_pass = LastPass(the_plan, dry_run=self._options.dry_run)
         self.passes += 1
         for resource, size in self._cache.sizes().items():
             self._metrics.cache_objects.labels(resource).set(size)
@@ -185,6 +210,7 @@ class Controller:
             result = None
         else:
             result = Executor(self._gce, self._options.max_concurrency).apply(the_plan)
+            self.last_pass = LastPass(the_plan, result)
             self._pass_report.applied(result, the_plan)
         # Judged from the cloud as this pass left it: its own attaches count at once.
         done = [o.change for o in result.outcomes if o.status is Status.DONE] if result else []
@@ -229,6 +255,7 @@ class Controller:
 
     def leadership_lost(self) -> None:
         self._reporter.reset()
+        self._pass_report.reset()
 
     def _with_probes(self, cluster: ClusterSnapshot, prober: NodeProber) -> ClusterSnapshot:
         """Probe answers for the nodes that need them. A node still waiting for its first

@@ -154,6 +154,14 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.conflicts = Gauge(
+            "conflicts",
+            "Conflicts found by the last pass (each also a Conflict Event on lbhc's Lease): a "
+            "check or firewall of lbhc's name that lbhc does not own, or its firewall on "
+            "another network; lbhc leaves them alone and attaches nothing new meanwhile",
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.withheld = Gauge(
             "withheld_changes",
             "Removals withheld on an incomplete view",

@@ -40,13 +40,26 @@ class PassReporter:
         """Once per pass, before anything is applied."""
         self._metrics.withheld.set(len(the_plan.withheld))
         self._fallback(the_plan)
-        for finding in the_plan.findings:  # the recorder rate-limits repeats
-            if finding.kind is FindingKind.CONFLICT:
-                self._event(self._lease, "Conflict", "Skip", finding.text, "Warning")
+        conflicts = [f for f in the_plan.findings if f.kind is FindingKind.CONFLICT]
+        self._metrics.conflicts.set(len(conflicts))
+        for finding in conflicts:  # the recorder rate-limits repeats
+            self._event(self._lease, "Conflict", "Skip", finding.text, "Warning")
         if the_plan.out_of_scope:
             wrong_scope = ScopeMismatch(the_plan.out_of_scope).message(self._config)
             log.warning("%s", wrong_scope)
             self._event(self._lease, "OutOfScope", "Skip", wrong_scope, "Warning")
+
+    def reset(self) -> None:
+        """On losing the lease: a follower no longer plans, so the gauges the alerts read must
+        not keep saying what was true at its last pass (the new leader says it now)."""
+        for gauge in (
+            self._metrics.conflicts,
+            self._metrics.fallback,
+            self._metrics.firewall_change_needed,
+            self._metrics.gc_blocked,
+            self._metrics.withheld,
+        ):
+            gauge.set(0)
 
     def applied(self, result: ApplyResult, the_plan: Plan) -> None:
         self._gc_blocked(result)

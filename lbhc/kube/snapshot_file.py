@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from lbhc.errors import SetupError
 from lbhc.kube.client import INGRESS_UID_NAME, INGRESS_UID_NAMESPACE, cloud_provider_cluster_id
 from lbhc.kube.decode import PROJECTIONS, describe_validation_error, object_label
 from lbhc.model.cluster import (
@@ -28,8 +29,9 @@ EXPECTED = (
 )
 
 
-class SnapshotFileError(ValueError):
-    pass
+class SnapshotFileError(SetupError):
+    """The file named by --cluster-snapshot cannot be a view of the cluster: fixed by
+    another file (exit 2, as any setting)."""
 
 
 def load_cluster_snapshot(path: Path) -> ClusterSnapshot:
@@ -74,6 +76,7 @@ def parse_cluster_snapshot(text: str, source: str = "<input>") -> ClusterSnapsho
             daemonsets.append(obj)
         elif isinstance(obj, Namespace) and obj.metadata.name == "kube-system":
             kube_system_uid = obj.metadata.uid or None
+    _check_needed_kinds(items, nodes, services, source)
     # A dump cannot prove it is complete (a kind left out, an old file): never remove on it.
     gap = f"cluster read from the snapshot file {source}, which may be partial or stale"
     return ClusterSnapshot(
@@ -152,6 +155,26 @@ def _check_relevant(items: list[Any], source: str) -> None:
             f"cluster snapshot {source}: holds {len(items)} item(s) but no Node, Service, Pod, "
             f"DaemonSet or Namespace (found {found}); expected {EXPECTED}"
         )
+
+
+def _check_needed_kinds(
+    items: list[Any], nodes: list[Node], services: list[Service], source: str
+) -> None:
+    """Every cluster has Nodes and at least the `kubernetes` Service; a dump without either
+    left a kind out, and planning on it misleads: without Nodes nothing is known of their
+    kube-proxy, without Services every pool looks like another cluster's."""
+    missing = [kind for kind, found in (("Node", nodes), ("Service", services)) if not found]
+    if not missing:
+        return
+    counts: dict[str, int] = {}
+    for item in items:
+        kind = str(item.get("kind", "")) or "no kind"
+        counts[kind] = counts.get(kind, 0) + 1
+    found = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing"
+    raise SnapshotFileError(
+        f"cluster snapshot {source}: no {' and no '.join(missing)} in it (found {found}); "
+        f"lbhc needs the cluster's Nodes and Services: expected {EXPECTED}"
+    )
 
 
 def _items(document: Any, source: str) -> list[Any]:

@@ -45,11 +45,14 @@ def ingress_ips(service: Service) -> tuple[str, ...]:
 class ScopeMismatch:
     services: int  # LoadBalancer Services with an ingress IP, none found in scope
 
-    def message(self, config: PlannerConfig) -> str:
+    def message(self, config: PlannerConfig, *, one_shot: bool = False) -> str:
+        """The controller goes on and withholds removals; a one-shot command refuses to plan
+        at all, since "No changes" from this view would be a false success."""
+        then = "no plan is made from this view" if one_shot else "nothing is removed from this view"
         return (
             f"none of the {self.services} LoadBalancer Service(s) with an ingress IP has its "
             f"target pool or forwarding rule in project {config.project}, region "
-            f"{config.region}: check --project and --region; nothing is removed from this view"
+            f"{config.region}: check --project and --region; {then}"
         )
 
 

@@ -23,7 +23,7 @@ from lbhc.settings.names import (
 from lbhc.settings.types import is_duration
 
 if TYPE_CHECKING:
-    from lbhc.settings.load import Layers
+    from lbhc.settings.layers import Layers
 
 # pydantic's messages for these say what was wrong, not what is right: add that.
 _TYPE_ERRORS = frozenset(

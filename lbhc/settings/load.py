@@ -4,9 +4,9 @@ error can say it."""
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from lbhc.settings.describe import describe
+from lbhc.settings.layers import Layer, Layers
 from lbhc.settings.model import Settings
 from lbhc.settings.names import BY_ARGUMENT, BY_PATH, GROUPS, RETIRED_SETTINGS, SETTING_NAMES
 from lbhc.textfile import read_utf8
@@ -24,33 +25,6 @@ log = logging.getLogger(__name__)
 
 class SettingsError(ValueError):
     """Settings that cannot be used: one line per problem, each naming the fix."""
-
-
-@dataclass
-class Layer:
-    """One source's values by path, and where each came from (a flag, a variable, a file)."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    origins: dict[str, str] = field(default_factory=dict)
-    # Keys of the file that are no setting, kept so validation reports them as unknown.
-    unknown: dict[str, Any] = field(default_factory=dict)
-
-    def set(self, path: str, value: Any, origin: str) -> None:
-        self.values[path] = value
-        self.origins[path] = origin
-
-    def nested(self) -> dict[str, Any]:
-        tree: dict[str, Any] = {}
-        for path, value in self.values.items():
-            group, name = path.split(".", 1)
-            tree.setdefault(group, {})[name] = value
-        for key, value in self.unknown.items():
-            group, _, name = key.partition(".")
-            if name:
-                tree.setdefault(group, {})[name] = value
-            else:
-                tree[group] = value
-        return tree
 
 
 class _LayerSource(PydanticBaseSettingsSource):
@@ -65,23 +39,6 @@ class _LayerSource(PydanticBaseSettingsSource):
         return self._layer.nested()
 
 
-@dataclass
-class Layers:
-    """Highest precedence first."""
-
-    arguments: Layer
-    env: Layer
-    file: Layer
-    config_file: Path | None
-
-    def winner(self, path: str) -> Layer | None:
-        return next((layer for layer in self.all if path in layer.values), None)
-
-    @property
-    def all(self) -> tuple[Layer, Layer, Layer]:
-        return (self.arguments, self.env, self.file)
-
-
 def load_settings(
     config_file: Path | None = None, *, base: type[Settings] = Settings, **arguments: Any
 ) -> Settings:
@@ -94,8 +51,10 @@ def load_settings(
         file=_file_layer(config_file, problems) if config_file else Layer(),
         config_file=config_file,
     )
+    # A typo'd variable may be why a setting is missing: said with the errors, else warned.
+    unknown = unknown_variables({key.upper(): value for key, value in os.environ.items()})
     if problems:
-        raise SettingsError("\n".join(f"invalid settings: {p}" for p in problems))
+        raise SettingsError("\n".join([f"invalid settings: {p}" for p in problems] + unknown))
     settings_cls: type[Settings] = type(
         base.__name__,
         (base,),
@@ -107,8 +66,8 @@ def load_settings(
     try:
         settings = settings_cls(**_with_every_group(layers.arguments.nested()))
     except ValidationError as exc:
-        raise SettingsError(describe(exc, layers, base)) from exc
-    for line in _deprecations(layers):  # only once the settings are usable: errors first
+        raise SettingsError("\n".join([describe(exc, layers, base), *unknown])) from exc
+    for line in unknown + _deprecations(layers):  # only once the settings are usable
         log.warning("%s", line)
     return settings
 
@@ -152,6 +111,24 @@ def _env_layer(problems: list[str]) -> Layer:
                 f"setting {retired!r}: LBHC_{retired.upper()} no longer exists: {replacement}"
             )
     return layer
+
+
+def unknown_variables(environ: dict[str, str]) -> list[str]:
+    """A warning per LBHC_* variable that is no setting: a typo (LBHC_GCE_PROJEKT) would
+    otherwise be ignored without a word while the same typo in the file is an error. A
+    warning, not an error: the environment is shared with whatever else runs there."""
+    known = {name.env for name in SETTING_NAMES} | {name.flat_env for name in SETTING_NAMES}
+    known |= {"LBHC_" + retired.upper() for retired in RETIRED_SETTINGS}
+    return [
+        f"variable {variable} is no lbhc setting and is ignored{_close_variable(variable, known)}"
+        for variable in sorted(environ)
+        if variable.startswith("LBHC_") and variable not in known
+    ]
+
+
+def _close_variable(variable: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(variable, sorted(known), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _file_layer(path: Path, problems: list[str]) -> Layer:

@@ -479,6 +479,20 @@ def replacement_daemonset(name: str = "cilium", namespace: str = "kube-system") 
     }
 
 
+def kubernetes_service() -> Obj:
+    """default/kubernetes, the API server's own ClusterIP Service: in every cluster, so in
+    every real `kubectl get services -A` dump."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {}},
+        "spec": {
+            "type": "ClusterIP",
+            "ports": [{"name": "https", "port": 443, "targetPort": 6443, "protocol": "TCP"}],
+        },
+    }
+
+
 def namespace(name: str, uid: str | None = None) -> Obj:
     metadata: Obj = {"name": name}
     if uid:

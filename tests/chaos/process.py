@@ -144,7 +144,7 @@ class ProcessGroup:
         self.processes: list[LbhcProcess] = []
 
     def start(self, identity: str, flags: RunFlags) -> LbhcProcess:
-        # Inherited LBHC_* variables (LBHC_CHAOS_REPORT) are not settings: keep them out.
+        # Inherited LBHC_* variables are settings of the test run, not of this process.
         env = {k: v for k, v in os.environ.items() if not k.startswith("LBHC_")}
         env.update(PYTHONPATH=str(ROOT), POD_NAME=identity, **flags.settings)
         log_path = self.log_dir / f"{identity}-{len(self.processes)}.log"

@@ -1,7 +1,7 @@
 """Figures for docs/reliability.md: every chaos test reports what it injected and what held.
 
 A test calls `record(section, case, **figures)`; the figures go to the JSON-lines file named
-by LBHC_CHAOS_REPORT (`make chaos` sets it) and nowhere else, so the short runs inside
+by CHAOS_REPORT_FILE (`make chaos` sets it) and nowhere else, so the short runs inside
 `make test` write nothing. `python -m tests.chaos.report FILE` summarises a file.
 """
 
@@ -17,7 +17,7 @@ _lock = threading.Lock()
 
 
 def record(section: str, case: str, **figures: Any) -> None:
-    path = os.environ.get("LBHC_CHAOS_REPORT")
+    path = os.environ.get("CHAOS_REPORT_FILE")
     if not path:
         return
     line = json.dumps(

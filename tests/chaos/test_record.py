@@ -13,10 +13,10 @@ from tests.chaos.record import record
 def test_records_go_to_the_report_file_only_when_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("LBHC_CHAOS_REPORT", raising=False)
+    monkeypatch.delenv("CHAOS_REPORT_FILE", raising=False)
     record("kill-9", "ignored", trials=1)  # no file named: nothing written anywhere
     out = tmp_path / "chaos.jsonl"
-    monkeypatch.setenv("LBHC_CHAOS_REPORT", str(out))
+    monkeypatch.setenv("CHAOS_REPORT_FILE", str(out))
     record("kill-9", "apply", trials=50, leaked=0, converge_s=[1.5, 2.0])
     record("kill-9", "apply-3-replicas", trials=10, leaked=0)
     sections = report.load(out)

@@ -19,7 +19,7 @@ from lbhc.cli.apply import ApplyDeclined, Progress, confirm, interrupted_summary
 from lbhc.executor import NOT_STARTED, Executor, Status
 from lbhc.model.plan import Action, Plan
 from lbhc.planner.planner import plan as make_plan
-from tests.builders import cluster, config, names, node, service
+from tests.builders import PROJECT, cluster, config, names, node, service
 from tests.cli.terminal import Pty
 from tests.cli.test_oneshot import gce_args, kubectl_list
 from tests.conftest import ComputeEnv
@@ -263,3 +263,54 @@ def test_json_on_a_terminal_needs_auto_approve_and_changes_nothing(
     lines = [line for line in session.text.splitlines() if line.strip()]
     assert lines == ["lbhc: error: apply --output json on a terminal needs --auto-approve"]
     assert compute.fake.mutating_requests() == []
+
+
+def test_teardown_takes_the_gce_flags_plan_takes(compute: ComputeEnv, tmp_path: Path) -> None:
+    """A script passes the same GCE flags to plan and to teardown: teardown uses the network
+    ones (where the firewall lives) and accepts the rest."""
+    compute.add_service_pool(service("svc-0"))
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps(kubectl_list(node(), service("svc-0"))))
+    assert (
+        main(["apply", "--auto-approve", "--cluster-snapshot", str(snapshot), *gce_args(compute)])
+        == 0
+    )
+    cluster_id = NAME.rsplit("-", 1)[1]
+    every_flag = [
+        *gce_args(compute),
+        "--network=default",
+        f"--network-project={PROJECT}",
+        "--health-check-mode=coexist",
+        f"--cluster-id={cluster_id}",
+    ]
+    assert main(["plan", "--cluster-snapshot", str(snapshot), *every_flag]) == 0
+    assert main(["teardown", "--auto-approve", *every_flag]) == 0
+    assert NAME not in compute.fake.firewalls(PROJECT)
+
+
+def test_teardown_of_a_cluster_id_with_nothing_lists_lbhcs_checks_and_fails(
+    compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped id must not read "No changes" while another cluster's check, firewall and
+    attachments stay in the project."""
+    (pool,) = [compute.add_service_pool(service("svc-0"))]
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps(kubectl_list(node(), service("svc-0"))))
+    assert (
+        main(["apply", "--auto-approve", "--cluster-snapshot", str(snapshot), *gce_args(compute)])
+        == 0
+    )
+    cluster_id = NAME.rsplit("-", 1)[1]
+    capsys.readouterr()
+    compute.fake.clear_journal()
+
+    code = main(["teardown", "--cluster-id", "typo1234", "--auto-approve", *gce_args(compute)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    [line] = err.splitlines()
+    assert line.startswith(
+        f"lbhc: error: nothing of lbhc's for cluster typo1234 in project {PROJECT}"
+    )
+    assert f"lbhc's checks in the project: {NAME} (cluster {cluster_id})" in line
+    assert compute.fake.mutating_requests() == []
+    assert compute.pool_checks(pool) == [URL]

@@ -30,12 +30,14 @@ _, NAME, URL = names()
 
 
 def kubectl_list(*objects: BaseModel) -> dict[str, Any]:
-    """What `kubectl get nodes,services,pods -A -o json` prints (plus the kube-system ns)."""
+    """What `kubectl get nodes,services,pods -A -o json` prints (plus the kube-system ns and
+    default/kubernetes, which every cluster has)."""
     items = [
         {"apiVersion": "v1", "kind": type(o).__name__, **o.model_dump(by_alias=True)}
         for o in objects
     ]
     items.append(kube.namespace("kube-system", KUBE_SYSTEM_UID))
+    items.append(kube.kubernetes_service())
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
@@ -292,7 +294,7 @@ def test_bad_snapshot_file_gives_one_clear_error(
     path = tmp_path / "dump.json"
     path.write_text(content)
     code, _, err = run(capsys, "plan", "--cluster-snapshot", str(path), *gce_args(compute))
-    assert code == 1
+    assert code == EXIT_USAGE  # the fix is another file
     assert expected in err, err
     assert compute.fake.journal == []
 
@@ -300,10 +302,12 @@ def test_bad_snapshot_file_gives_one_clear_error(
 def test_snapshot_without_cluster_id_source_is_explained(
     compute: ComputeEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    listing = kubectl_list(node())
+    listing["items"] = [i for i in listing["items"] if i["kind"] != "Namespace"]
     path = tmp_path / "dump.json"
-    path.write_text(json.dumps({"kind": "List", "items": []}))
+    path.write_text(json.dumps(listing))
     code, _, err = run(capsys, "plan", "--cluster-snapshot", str(path), *gce_args(compute))
-    assert code == 1 and "cluster id unknown" in err
+    assert code == EXIT_USAGE and "cluster id unknown: set --cluster-id" in err
 
 
 def test_unreachable_gce_is_an_error_not_a_traceback(
@@ -432,3 +436,65 @@ def test_an_apply_with_more_changes_than_requests_pool_logs_no_discarded_connect
     assert all(compute.pool_checks(p) == [URL] for p in pools)
     assert "Connection pool is full" not in err, err
     assert err == "", err
+
+
+@pytest.mark.parametrize(
+    ("command", "extra", "code"),
+    [
+        ("plan", (), EXIT_USAGE),
+        ("plan", ("--detailed-exitcode",), EXIT_ERROR),  # 2 means "changes" there
+        ("apply", ("--auto-approve",), EXIT_USAGE),
+    ],
+    ids=["plan", "plan-detailed-exitcode", "apply"],
+)
+def test_a_region_holding_none_of_the_load_balancers_is_an_error_not_no_changes(
+    command: str,
+    extra: tuple[str, ...],
+    code: int,
+    compute: ComputeEnv,
+    snapshot_file: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """GCE shows a real but wrong region exactly as a cluster without load balancers: a CI
+    gate on `plan --detailed-exitcode` must not pass on it, nor apply write from it."""
+    svcs = (service("web", ingress_ip="203.0.113.7"), service("api", ingress_ip="203.0.113.8"))
+    seed(compute, *svcs)
+    path = snapshot_file(node(), *svcs)
+    wrong = [a if a != REGION else "europe-west1" for a in gce_args(compute)]
+    compute.fake.clear_journal()
+    got, out, err = run(capsys, command, *extra, "--cluster-snapshot", str(path), *wrong)
+    assert (got, out) == (code, "")
+    [line] = err.splitlines()
+    assert line.startswith("lbhc: error: none of the 2 LoadBalancer Service(s) with an ingress IP")
+    assert f"project {PROJECT}, region europe-west1: check --project and --region" in line
+    assert compute.fake.mutating_requests() == []
+    # The right region plans as usual.
+    got, out, _ = run(capsys, "plan", "--cluster-snapshot", str(path), *gce_args(compute))
+    assert got == 0 and "to attach" in out
+
+
+def test_a_backend_service_load_balancer_in_scope_is_no_scope_error(
+    compute: ComputeEnv, snapshot_file: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cluster whose Services all use backend services (ingress-gce) has no target pool:
+    its forwarding rules alone show the scope is right."""
+    rbs = service(
+        "rbs", annotations={"cloud.google.com/l4-rbs": "enabled"}, ingress_ip="203.0.113.9"
+    )
+    check = compute.fake.add_health_check(
+        PROJECT,
+        "k8s2-shared-hc",
+        REGION,
+        httpHealthCheck={"port": 10256, "requestPath": "/healthz"},
+    )
+    backend = compute.fake.add_backend_service(
+        PROJECT, REGION, "k8s2-rbs", protocol="TCP", healthChecks=[check["selfLink"]]
+    )
+    compute.fake.add_forwarding_rule(
+        PROJECT, REGION, "k8s2-rbs", ip_address="203.0.113.9", backend_service=backend["selfLink"]
+    )
+    got, out, err = run(
+        capsys, "plan", "--cluster-snapshot", str(snapshot_file(node(), rbs)), *gce_args(compute)
+    )
+    assert got == 0 and err == "", err
+    assert "No changes" in out

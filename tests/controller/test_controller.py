@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
+from typing import Any
+
+import pytest
 
 from lbhc.controller.app import ControllerApp
 from lbhc.sandbox.cloud_provider import publish_ingress_ip
@@ -62,7 +65,55 @@ def test_dry_run_makes_no_mutation_and_exports_its_plan() -> None:
         assert app.http is not None
         exported = json.loads(urllib.request.urlopen(f"{app.http.url}/plan").read())
         assert exported["summary"]["attach"] == 1 and exported["summary"]["create"] == 2
+        assert exported["state"] == "dry-run: planned, not carried out"
+        assert "results" not in exported
         assert w.mutations() == []
+
+
+def test_plan_on_the_acting_replica_says_which_changes_it_carried_out() -> None:
+    """Until the next pass, /plan must not read as work still to do: each change of the
+    newest pass comes with its outcome, as in `lbhc apply --output json`."""
+    with world() as w:
+        pool = w.add_service("web")
+        app = w.start(resync_period=3600)
+        wait_for(lambda: w.attached(pool), what="convergence")
+        assert app.http is not None
+        url = f"{app.http.url}/plan"
+
+        def carried_out() -> dict[str, Any] | None:
+            body: dict[str, Any] = json.loads(urllib.request.urlopen(url).read())
+            return body if "results" in body else None
+
+        exported = wait_for(carried_out, what="/plan of a pass carried out")
+        assert exported["state"] == "carried out: see results" and exported["ok"] is True
+        outcomes = {(r["action"], r["name"]): r["status"] for r in exported["results"]}
+        assert {(c["action"], c["name"]) for c in exported["changes"]} == set(outcomes)
+        assert set(outcomes.values()) <= {"done"}
+
+
+@pytest.mark.parametrize(
+    ("result", "dry_run", "state", "statuses"),
+    [
+        (None, True, "dry-run: planned, not carried out", None),
+        (None, False, "carrying out", None),
+        ("done", False, "carried out: see results", ["done"]),
+        ("failed", False, "carried out: see results", ["failed"]),
+    ],
+)
+def test_last_pass_marks_each_change_with_its_outcome(
+    result: str | None, dry_run: bool, state: str, statuses: list[str] | None
+) -> None:
+    from lbhc.controller.controller import LastPass
+    from lbhc.executor import ApplyResult, Outcome, Status
+    from lbhc.model.plan import Attach, Plan
+
+    attach = Attach("pool-1", "https://example/check", "no check yet")
+    the_plan = Plan("k8s-l4-healthcheck-x", (attach,), None, ())
+    applied = ApplyResult((Outcome(attach, Status(result)),)) if result else None
+    body = LastPass(the_plan, applied, dry_run=dry_run).to_json()
+    assert body["state"] == state
+    assert ([r["status"] for r in body.get("results", [])] or None) == statuses
+    assert body.get("ok", None) == (None if result is None else result == "done")
 
 
 def test_watch_dropped_and_410_recover_without_missing_a_change() -> None:

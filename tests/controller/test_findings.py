@@ -29,6 +29,10 @@ def conflicting_pools(w: World) -> float | None:
     return app.metrics.registry.get_sample_value("lbhc_target_pools", {"state": "conflicting"})
 
 
+def conflicts(w: World) -> float | None:
+    return w.apps[-1].metrics.registry.get_sample_value("lbhc_conflicts")
+
+
 @pytest.mark.parametrize("real_conflict", [False, True], ids=["hostile-names", "real-conflict"])
 def test_conflict_events_and_gauges_count_kinds_not_words(real_conflict: bool) -> None:
     with world() as w:
@@ -53,8 +57,10 @@ def test_conflict_events_and_gauges_count_kinds_not_words(real_conflict: bool) -
             # get it while another's check holds its name.
             wait_for(lambda: conflicting_pools(w) == 2, what="two conflicting pools")
             assert not w.attached(pool)
+            assert conflicts(w) == 1  # the one name taken, however many pools it blocks
         else:
             wait_for(lambda: w.attached(pool), what="web converged")
             wait_for(lambda: conflicting_pools(w) is not None, what="the pools gauge")
             assert conflicting_pools(w) == 0
+            assert conflicts(w) == 0
             assert w.events("Conflict") == []

@@ -1,4 +1,5 @@
-"""`lbhc run` as a user starts it: a separate process, JSON logs, SIGTERM to stop."""
+"""`lbhc run` as a user starts it: a separate process, JSON logs, SIGTERM to stop (exit 0, how
+Kubernetes stops a Pod) or Ctrl-C (exit 130, as every command)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from lbhc.cli.parser import EXIT_INTERRUPTED, EXIT_OK
 from tests.controller.harness import PROJECT, REGION, world
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_lbhc_run_converges_logs_json_and_stops_on_sigterm(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [
+        (signal.SIGTERM, EXIT_OK, "lbhc stopped"),
+        (signal.SIGINT, EXIT_INTERRUPTED, "lbhc stopped (interrupted)"),
+    ],
+    ids=["sigterm", "sigint"],
+)
+def test_lbhc_run_converges_logs_json_and_stops_on_a_signal(
+    stop: signal.Signals, code: int, said: str, tmp_path: Path
+) -> None:
     with world() as w:
         pool = w.add_service("web")
         kubeconfig = w.kube_server.write_kubeconfig(tmp_path / "kubeconfig")
@@ -58,12 +72,12 @@ def test_lbhc_run_converges_logs_json_and_stops_on_sigterm(tmp_path: Path) -> No
             lease = wait_for(lambda: w.kube.get("Lease", "lbhc-system", "lbhc"), what="the Lease")
             assert lease["spec"]["holderIdentity"] == "lbhc-test-0"
         finally:
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(stop)
             _, stderr = process.communicate(timeout=30)
-        assert process.returncode == 0, stderr
+        assert process.returncode == code, stderr
         records = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
         assert records and all({"ts", "level", "logger", "msg"} <= set(r) for r in records)
         assert any("became leader" in r["msg"] for r in records)
-        assert any(r["msg"] == "lbhc stopped" for r in records)
+        assert any(r["msg"] == said for r in records)
         # A clean shutdown releases the Lease, so a successor need not wait it out.
         assert w.kube.get("Lease", "lbhc-system", "lbhc")["spec"]["holderIdentity"] == ""

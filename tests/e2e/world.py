@@ -43,6 +43,7 @@ from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.sandbox.sandbox import NODE_TAG, Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec, kube_proxy_pod, node, node_name
+from tests.builders import kube
 from tests.e2e.gcp import (
     NODE_STATE_DELETING,
     NodeStateSwitch,
@@ -206,11 +207,23 @@ class World:
     def write_snapshot(self) -> Path:
         """What `kubectl get nodes,services,pods,daemonsets,namespaces -A -o json` prints."""
         items = [obj for kind in SNAPSHOT_KINDS for obj in self.kube.objects(kind)]
+        if not any(self._is_api_service(obj) for obj in items):
+            # kube-apiserver's bootstrap controller keeps default/kubernetes in every
+            # cluster, so every real dump has a Service; the fake API server makes none.
+            items.append(kube.kubernetes_service())
         self._snapshots += 1
         path = self.directory / f"cluster-{self._snapshots:02d}.json"
         document = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
         path.write_text(json.dumps(document, indent=1), encoding="utf-8")
         return path
+
+    @staticmethod
+    def _is_api_service(obj: dict[str, Any]) -> bool:
+        meta = obj.get("metadata", {})
+        return obj.get("kind") == "Service" and (meta.get("namespace"), meta.get("name")) == (
+            "default",
+            "kubernetes",
+        )
 
     @property
     def check_name(self) -> str:

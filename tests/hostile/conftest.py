@@ -13,7 +13,6 @@ import pytest
 
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
-from lbhc.settings import environment_names
 from tests.builders import KUBE_SYSTEM_UID, PROJECT
 from tests.kube_fixtures import write_kubeconfig
 from tests.worlds import compute_fake, seed_cluster
@@ -55,11 +54,10 @@ def clean_fakes(fakes: Fakes) -> Fakes:
 
 @pytest.fixture(autouse=True)
 def no_lbhc_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings from the machine's environment must not leak into a case (LBHC_CHAOS_REPORT
-    and other test switches stay)."""
-    settings_vars = environment_names()
+    """Settings from the machine's environment must not leak into a case, nor an unknown
+    LBHC_* variable add its warning line (other test switches, CHAOS_REPORT_FILE, stay)."""
     for var in list(os.environ):
-        if var.upper() in settings_vars:
+        if var.upper().startswith("LBHC_"):
             monkeypatch.delenv(var)
 
 

@@ -7,6 +7,8 @@ retry warnings came first: a retried call logs one per attempt."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,14 @@ import pytest
 from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from lbhc.sandbox.streaming import StreamingServer
 from tests.builders import PROJECT, REGION
-from tests.builders.kube import node
+from tests.builders.kube import (
+    KUBE_SYSTEM_UID,
+    kubernetes_service,
+    namespace,
+    node,
+    service,
+    with_ingress_ip,
+)
 from tests.hostile.cli import Outcome, run_cli
 from tests.hostile.conftest import Fakes, free_port
 from tests.kube_fixtures import write_kubeconfig
@@ -110,6 +119,29 @@ def kubeconfig_env(w: World) -> None:
 def missing_credentials_file(w: World) -> None:
     w.monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(w.tmp / "missing-key.json"))
 
+
+def snapshot_plan(text: str, *extra: str, **overrides: Value) -> Callable[[World], list[str]]:
+    """`plan --cluster-snapshot` of a file holding `text`."""
+
+    def argv(w: World) -> list[str]:
+        path = w.tmp / "dump.json"
+        path.write_text(text)
+        return ["plan", *extra, f"--cluster-snapshot={path}", *flags(w, **overrides)]
+
+    return argv
+
+
+def dump(*items: dict[str, object]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)})
+
+
+IN_NO_REGION = dump(
+    node("node-1"),
+    service("web", with_ingress_ip("203.0.113.7")),
+    kubernetes_service(),
+    namespace("kube-system", KUBE_SYSTEM_UID),
+)
+NO_NAMESPACE = dump(node("node-1"), kubernetes_service())
 
 KUBE_AT = "context 'fake' of kubeconfig"
 KUBECONFIG_DOC = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
@@ -245,6 +277,73 @@ CASES = [
         ],
         EXIT_USAGE,
         lambda w: ["context 'c' of kubeconfig", "names cluster 'gone'", "does not define"],
+    ),
+    # -- a view lbhc cannot trust: exit 2, the fix is a file or a flag ----------------------
+    Case(
+        "snapshot-missing",
+        lambda w: ["plan", f"--cluster-snapshot={w.tmp}/none.json", *flags(w)],
+        EXIT_USAGE,
+        lambda w: [f"cluster snapshot {w.tmp}/none.json: cannot read: No such file"],
+    ),
+    Case(
+        "snapshot-not-json",
+        snapshot_plan("{not json"),
+        EXIT_USAGE,
+        lambda w: ["dump.json: not valid JSON (line 1", "kubectl get nodes,services"],
+    ),
+    Case(
+        "snapshot-without-nodes",
+        snapshot_plan(dump(kubernetes_service())),
+        EXIT_USAGE,
+        lambda w: ["no Node in it (found 1 Service)", "lbhc needs the cluster's Nodes"],
+    ),
+    Case(
+        "snapshot-without-services",
+        snapshot_plan(dump(node("node-1"))),
+        EXIT_USAGE,
+        lambda w: ["no Service in it (found 1 Node)", "lbhc needs the cluster's Nodes"],
+    ),
+    Case(
+        "cluster-id-unknown",
+        snapshot_plan(NO_NAMESPACE, **{"cluster-id": ""}),
+        EXIT_USAGE,
+        lambda w: ["cluster id unknown: set --cluster-id"],
+    ),
+    Case(
+        "load-balancers-not-in-region",
+        snapshot_plan(IN_NO_REGION, region="europe-west1"),
+        EXIT_USAGE,
+        lambda w: [
+            "none of the 1 LoadBalancer Service(s) with an ingress IP",
+            f"project {PROJECT}, region europe-west1: check --project and --region",
+        ],
+    ),
+    Case(
+        "load-balancers-not-in-region-detailed-exitcode",
+        snapshot_plan(IN_NO_REGION, "--detailed-exitcode", region="europe-west1"),
+        EXIT_ERROR,  # 2 means "changes" there
+        lambda w: ["none of the 1 LoadBalancer Service(s) with an ingress IP"],
+    ),
+    Case(
+        "teardown-cluster-id-names-nothing",
+        lambda w: [
+            "teardown",
+            f"--project={PROJECT}",
+            f"--region={REGION}",
+            "--cluster-id=typo1234",
+            f"--gce-endpoint={w.fakes.compute_url}",
+        ],
+        EXIT_USAGE,
+        lambda w: [
+            f"nothing of lbhc's for cluster typo1234 in project {PROJECT}",
+            "check --cluster-id and --project",
+        ],
+    ),
+    Case(
+        "invalid-setting",
+        command("plan", "--health-check-mode=sometimes"),
+        EXIT_USAGE,
+        lambda w: ["invalid settings: setting 'health_check.mode'", "--health-check-mode"],
     ),
     # -- the Compute API endpoint -------------------------------------------------------------
     Case(
@@ -445,3 +544,77 @@ def test_a_credential_in_the_kubeconfig_is_never_printed(
     result = run_cli(capsys, ["plan", *flags(world, kubeconfig=kubeconfig)])
     assert_one_line(result, EXIT_ERROR, ["cannot list nodes", world.dead_url])
     assert token not in result.err
+
+
+# Each row of the README's exit-code table, by its first column, and the cases above that
+# produce it; rows whose failure needs a process of its own name the test that checks them.
+TABLE_ROWS: dict[str, tuple[str, ...]] = {
+    "invalid flag or setting": ("invalid-setting",),
+    "cluster snapshot missing, unreadable, not JSON or YAML, or without Nodes or Services": (
+        "snapshot-missing",
+        "snapshot-not-json",
+        "snapshot-without-nodes",
+        "snapshot-without-services",
+    ),
+    "cluster id unknown": ("cluster-id-unknown",),
+    "none of the cluster's load balancers in the project and region": (
+        "load-balancers-not-in-region",
+    ),
+    "`teardown --cluster-id` names nothing": ("teardown-cluster-id-names-nothing",),
+    "no kubeconfig": ("kubeconfig-nowhere", "kubeconfig-env-names-nothing"),
+    "kubeconfig not YAML, not a mapping, no such context": (
+        "kubeconfig-not-yaml",
+        "kubeconfig-a-list",
+        "kubeconfig-no-such-context",
+    ),
+    "API server unreachable": tuple(f"kube-unreachable-{c}" for c in ("plan", "apply", "status")),
+    "API server refuses (401/403)": ("kube-nodes-forbidden", "kube-credentials-refused"),
+    "Compute API unreachable": ("gce-unreachable-plan", "gce-unreachable-teardown"),
+    "`--gce-endpoint` is not the Compute API": (
+        "gce-endpoint-not-compute",
+        "gce-endpoint-a-web-page",
+    ),
+    "project or region does not exist": ("gce-project-not-found", "gce-region-not-found"),
+    "no Google credentials": ("gce-credentials-missing",),
+    "GCE refuses the credentials or a permission": (
+        "gce-credentials-refused",
+        "gce-permission-refused",
+    ),
+}
+ROWS_CHECKED_ELSEWHERE = {
+    "port taken": "tests/hostile/test_failure_lines_subprocess.py::"
+    "test_a_taken_controller_port_ends_lbhc_run_before_it_starts",
+    "Ctrl-C": "tests/controller/test_run_cli.py::"
+    "test_lbhc_run_converges_logs_json_and_stops_on_a_signal",
+}
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def exit_code_table() -> dict[str, int]:
+    """The README's table: failure -> the exit code it states first."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("### Exit codes and the one-line errors", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:]  # less header
+    table = {}
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        match = re.match(r"\d+", cells[-1])
+        assert match, row
+        table[cells[0]] = int(match.group())
+    return table
+
+
+def test_the_readme_exit_code_table_is_what_the_commands_do() -> None:
+    """Walks the table: every row is produced by a case above (run by the test that walks
+    CASES), with the row's exit code, or by a named test of its own."""
+    table = exit_code_table()
+    assert set(table) == set(TABLE_ROWS) | set(ROWS_CHECKED_ELSEWHERE)
+    by_id = {case.id: case for case in CASES}
+    for failure, case_ids in TABLE_ROWS.items():
+        for case_id in case_ids:
+            assert by_id[case_id].code == table[failure], (failure, case_id)
+    root = README.parent
+    for failure, test in ROWS_CHECKED_ELSEWHERE.items():
+        path, name = test.split("::")
+        assert f"def {name}(" in (root / path).read_text(encoding="utf-8"), failure
+    assert table["Ctrl-C"] == 130 and table["port taken"] == EXIT_ERROR

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lbhc.cli.parser import EXIT_ERROR, EXIT_OK
+from lbhc.cli.parser import EXIT_OK, EXIT_USAGE
 from tests.builders import PROJECT, REGION
 from tests.builders.kube import KUBE_SYSTEM_UID, namespace, node, service
 from tests.hostile.cli import run_cli
@@ -94,7 +94,7 @@ def test_a_bad_snapshot_file_is_one_line_and_no_request(
     else:
         path.write_text(content, encoding="utf-8")
     result = run_cli(capsys, plan_args(clean_fakes, path))
-    assert result.code == EXIT_ERROR, result
+    assert result.code == EXIT_USAGE, result  # the fix is another file
     assert result.out == ""
     assert len(result.err_lines) == 1, result.err
     assert result.err.startswith(f"lbhc: error: cluster snapshot {path}: "), result.err
@@ -116,7 +116,7 @@ def test_an_unreadable_snapshot_path_is_one_line(
 ) -> None:
     path = make(tmp_path)
     result = run_cli(capsys, plan_args(clean_fakes, path))
-    assert result.code == EXIT_ERROR and len(result.err_lines) == 1, result
+    assert result.code == EXIT_USAGE and len(result.err_lines) == 1, result
     assert f"cluster snapshot {path}: cannot read: {says}" in result.err
     assert clean_fakes.contacted() == []
 
@@ -124,8 +124,6 @@ def test_an_unreadable_snapshot_path_is_one_line(
 GENUINE: list[tuple[str, str]] = [
     ("yaml", yaml.safe_dump(DUMP)),
     ("byte-order-mark", "\ufeff" + DUMP_TEXT),
-    ("typed-node-list", json.dumps({"kind": "NodeList", "items": [node("n-1")]})),
-    ("one-node", json.dumps(node("n-1"))),
 ]
 
 
@@ -139,7 +137,39 @@ def test_an_odd_but_genuine_dump_plans_like_plain_json(
     expected = run_cli(capsys, plan_args(clean_fakes, plain))
     got = run_cli(capsys, [*plan_args(clean_fakes, odd), "--cluster-id", "3b637a5d"])
     assert expected.code == EXIT_OK and got.code == EXIT_OK, (expected, got)
-    if "web" in content:  # the whole dump: the very same plan
-        assert json.loads(got.out)["changes"] == json.loads(expected.out)["changes"]
-    else:  # a partial dump still plans, and never removes on it
-        assert json.loads(got.out)["summary"]["delete"] == 0
+    assert json.loads(got.out)["changes"] == json.loads(expected.out)["changes"]
+
+
+PARTIAL: list[tuple[str, str, str]] = [
+    ("typed-node-list", json.dumps({"kind": "NodeList", "items": [node("n-1")]}), "no Service"),
+    ("one-node", json.dumps(node("n-1")), "no Service"),
+    (
+        "services-only",
+        json.dumps({"kind": "ServiceList", "items": [service("web")]}),
+        "no Node in it (found 1 Service)",
+    ),
+    (
+        "namespaces-only",
+        json.dumps({"kind": "List", "items": [namespace("kube-system")]}),
+        "no Node and no Service",
+    ),
+]
+
+
+@pytest.mark.parametrize(("content", "says"), [c[1:] for c in PARTIAL], ids=[c[0] for c in PARTIAL])
+def test_a_dump_without_nodes_or_services_is_one_line_naming_the_kind(
+    content: str,
+    says: str,
+    clean_fakes: Fakes,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without Nodes lbhc knows nothing of their kube-proxy and would attach everywhere;
+    without Services every pool looks like another cluster's. Never a plan from either."""
+    path = tmp_path / "partial.json"
+    path.write_text(content, encoding="utf-8")
+    result = run_cli(capsys, [*plan_args(clean_fakes, path), "--cluster-id", "3b637a5d"])
+    assert result.code == EXIT_USAGE and result.out == "", result
+    [line] = result.err_lines
+    assert says in line and "kubectl get nodes,services" in line, line
+    assert clean_fakes.contacted() == []

@@ -202,8 +202,13 @@ def test_takeover_then_teardown_gives_the_cloud_providers_check_back(
     assert name not in sandbox.compute.firewalls(SPEC.project)
     assert cp in sandbox.compute.http_health_checks(SPEC.project)  # never touched
 
-    code, out = lbhc(sandbox, capsys, "teardown", "--cluster-id", cluster_id)
-    assert code == 0 and "No changes" in out, out  # idempotent
+    # Again: nothing is changed, and nothing of that cluster is left to call "No changes"
+    # (the same answer a mistyped id gets).
+    capsys.readouterr()
+    code = main(["teardown", "--cluster-id", cluster_id, *_gce_flags(sandbox)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", out
+    assert f"nothing of lbhc's for cluster {cluster_id}" in err and "already torn down" in err
     code, out = lbhc(sandbox, capsys, "teardown")
     assert code == 0 and out.startswith("Nothing to tear down"), out
 
