@@ -582,6 +582,11 @@ TABLE_ROWS: dict[str, tuple[str, ...]] = {
     ),
 }
 ROWS_CHECKED_ELSEWHERE = {
+    # A silent endpoint needs a process and a socket of its own, and the time it is bounded by.
+    "API server does not answer": "tests/cli/test_deadlines.py::"
+    "test_a_hung_api_server_is_one_line_within_one_request",
+    "Compute API does not answer": "tests/cli/test_deadlines.py::"
+    "test_a_silent_compute_endpoint_is_one_line_within_the_calls_deadline",
     "port taken": "tests/hostile/test_failure_lines_subprocess.py::"
     "test_a_taken_controller_port_ends_lbhc_run_before_it_starts",
     "Ctrl-C": "tests/controller/test_run_cli.py::"
