@@ -124,9 +124,8 @@ class GceClient:
         self._session = AuthorizedSession(creds)
         # Each client has a session of its own; the executor's workers call the pools' and
         # the operations' clients at once.
-        self.pool_size = config.max_concurrent_calls + OTHER_CALLERS
         for client in (self._session, *self._generated_clients()):
-            fit_pool(client, self.pool_size)
+            fit_pool(client, config.max_concurrent_calls + OTHER_CALLERS)
         self._base = config.endpoint.rstrip("/") + f"/compute/v1/projects/{config.project}"
         self._metadata = (("x-lbhc-client-id", config.client_id),) if config.client_id else ()
 
