@@ -113,6 +113,18 @@ SCENARIOS = [
         None,
     ),
     # Conflicts.
+    Scenario(
+        "LbhcNodeTagsMatchNoNode",
+        "the tags are the nodes'",
+        Series().add("lbhc_node_tags_unmatched", steady(0)),
+        None,
+    ),
+    Scenario(
+        "LbhcNodeTagsMatchNoNode",
+        "found wrong at minute 3",
+        Series().add("lbhc_node_tags_unmatched", then([0, 0, 0], steady(1))),
+        3,
+    ),
     Scenario("LbhcConflict", "none", Series().add("lbhc_conflicts", steady(0)), None),
     Scenario("LbhcConflict", "two, from the start", Series().add("lbhc_conflicts", steady(2)), 15),
     # Probes blocked, pools failing open (existing alerts, checked here).

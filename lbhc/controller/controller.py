@@ -17,6 +17,7 @@ from lbhc.controller.backoff import Backoff
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
 from lbhc.controller.lb_verifier import LbVerifier, VerifierOptions
 from lbhc.controller.metrics import Metrics
+from lbhc.controller.node_tag_check import NodeTagCheck
 from lbhc.controller.pass_report import PassReporter
 from lbhc.controller.readiness_enforcer import ReadinessEnforcer
 from lbhc.controller.trigger import Trigger
@@ -135,6 +136,7 @@ class Controller:
         self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
         self._pass_report = PassReporter(config, metrics, self._record, lease)
+        self.node_tags = NodeTagCheck(gce, config, metrics, self._record, lease)
         self.passes = 0
 
     # ---- the loop -----------------------------------------------------------------------
@@ -218,6 +220,7 @@ class Controller:
         # After the GCE pass, so nothing here can hold back attaches and detaches. A lost
         # readiness-patch race is retried with backoff like a failed GCE change.
         raced = not self._assess(cluster, judged, the_plan)
+        self.node_tags.check(cluster)  # once per start, after the pass it must not delay
         failed = (result is not None and not result.ok) or raced
         self._metrics.reconciles.labels("partial" if failed else "ok").inc()
         self._metrics.reconcile_duration.observe(time.monotonic() - started)

@@ -162,6 +162,14 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.node_tags_unmatched = Gauge(
+            "node_tags_unmatched",
+            "1 when none of the first nodes' VMs read at start carries a tag of gce.node_tags "
+            "(the NodeTagsMatchNoNode Event names what they carry): lbhc's firewall rule "
+            "would admit Google's probes to no node",
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.withheld = Gauge(
             "withheld_changes",
             "Removals withheld on an incomplete view",

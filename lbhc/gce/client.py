@@ -115,6 +115,7 @@ class GceClient:
             credentials=creds, client_options=options
         )
         self._groups = compute_v1.InstanceGroupsClient(credentials=creds, client_options=options)
+        self._instances = compute_v1.InstancesClient(credentials=creds, client_options=options)
         self._global_ops = compute_v1.GlobalOperationsClient(
             credentials=creds, client_options=options
         )
@@ -139,6 +140,7 @@ class GceClient:
             self._checks,
             self._region_checks,
             self._groups,
+            self._instances,
             self._global_ops,
             self._region_ops,
         )
@@ -589,6 +591,21 @@ class GceClient:
         )
         return frozenset(resource_path(url) for url in response.instances)
 
+    def instance_tags(self, instance_url: str) -> frozenset[str] | None:
+        """The network tags a node's VM carries (a partial response of the one field), or
+        None when the VM is gone: read for a few nodes at start, to tell whether
+        gce.node_tags are the nodes' own."""
+        project, zone, name = _instance_parts(instance_url)
+        found = self._get_or_none(
+            "instance_tags",
+            lambda t: self._instances.get(
+                project=project, zone=zone, instance=name, **self._gapic_kwargs(t, "tags")
+            ),
+        )
+        if found is None:
+            return None
+        return frozenset(found.tags.items) if found.tags else frozenset()
+
     def _pool_request(self, pool: str, request_id: str) -> dict[str, str]:
         return {
             "project": self.config.project,
@@ -690,3 +707,11 @@ class GceClient:
             else:
                 fix = "try again"
             raise GceReadError(f"cannot list {what} in {where}: {said(exc)}; {fix}") from exc
+
+
+def _instance_parts(instance_url: str) -> tuple[str, str, str]:
+    """(project, zone, name) of `.../projects/P/zones/Z/instances/N`."""
+    parts = resource_path(instance_url).split("/")
+    if len(parts) != 6 or parts[0] != "projects" or parts[2:5:2] != ["zones", "instances"]:
+        raise ValueError(f"not an instance URL: {instance_url!r}")
+    return parts[1], parts[3], parts[5]

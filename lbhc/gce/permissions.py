@@ -40,6 +40,8 @@ PERMISSIONS_BY_CALL: dict[str, tuple[str, ...]] = {
     "list_group_instances": ("compute.instanceGroups.list",),
     # Their GCE health view, within the same read budget: a whole backend group per call.
     "backend_health": ("compute.regionBackendServices.get",),
+    # Whether gce.node_tags are the nodes' own: a few nodes' VMs, once at start.
+    "instance_tags": ("compute.instances.get",),
     "wait_global_operation": ("compute.globalOperations.get",),
     "wait_region_operation": ("compute.regionOperations.get",),
 }

@@ -13,7 +13,14 @@ import pytest
 from lbhc.kube.client import KubeReader
 from lbhc.kube.snapshot_file import parse_cluster_snapshot
 from lbhc.sandbox.kube_fake import KubeFake
-from tests.builders.kube import KUBE_SYSTEM_UID, ingress_uid_config_map, namespace, only_data
+from tests.builders.kube import (
+    KUBE_SYSTEM_UID,
+    ingress_uid_config_map,
+    kubernetes_service,
+    namespace,
+    node,
+    only_data,
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,8 @@ def test_read_from_the_api(case: Case, kube_fake: KubeFake, reader: KubeReader) 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_read_from_a_snapshot_file(case: Case) -> None:
     items = [
+        node("n1"),
+        kubernetes_service(),
         namespace("kube-system", KUBE_SYSTEM_UID),
         ingress_uid_config_map("unused", only_data(case.data)),
     ]

@@ -23,6 +23,7 @@ from tests.builders.kube import (
     KUBE_PROXY_LABELS,
     KUBE_SYSTEM_UID,
     kube_proxy_pod,
+    kubernetes_service,
     namespace,
     node,
     pod,
@@ -439,5 +440,6 @@ def test_a_snapshot_dump_names_the_replacement_as_the_live_read_does(
 ) -> None:
     from lbhc.kube.snapshot_file import parse_cluster_snapshot
 
-    dump = {"apiVersion": "v1", "kind": "List", "items": [node("n1"), *daemonsets]}
+    items = [node("n1"), kubernetes_service(), *daemonsets]
+    dump = {"apiVersion": "v1", "kind": "List", "items": items}
     assert parse_cluster_snapshot(json.dumps(dump)).kube_proxy_replacement == expected

@@ -45,6 +45,7 @@ METHOD_PERMISSIONS: dict[tuple[str, str], frozenset[str]] = {
     ("healthChecks", "list"): frozenset({"compute.healthChecks.list"}),
     ("regionHealthChecks", "list"): frozenset({"compute.regionHealthChecks.list"}),
     ("instanceGroups", "listInstances"): frozenset({"compute.instanceGroups.list"}),
+    ("instances", "get"): frozenset({"compute.instances.get"}),
     ("globalOperations", "get"): frozenset({"compute.globalOperations.get"}),
     ("globalOperations", "wait"): frozenset({"compute.globalOperations.get"}),
     ("regionOperations", "get"): frozenset({"compute.regionOperations.get"}),

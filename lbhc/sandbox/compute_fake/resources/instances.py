@@ -33,7 +33,24 @@ KIND = Kind(
     collection="instances",
     kind="compute#instance",
     label="instance",
-    fields=frozenset(),  # no instances.insert/update is served
+    # Instance's properties in the compute v1 discovery document: what a field mask on
+    # instances.get may select (no instances.insert/update is served).
+    fields=frozenset(
+        {
+            "advancedMachineFeatures", "canIpForward", "confidentialInstanceConfig",
+            "cpuPlatform", "creationTimestamp", "deletionProtection", "description", "disks",
+            "displayDevice", "fingerprint", "guestAccelerators", "hostname", "id",
+            "instanceEncryptionKey", "keyRevocationActionType", "kind", "labelFingerprint",
+            "labels", "lastStartTimestamp", "lastStopTimestamp", "lastSuspendedTimestamp",
+            "localSsdEncryptionMode", "machineType", "metadata", "minCpuPlatform", "name",
+            "networkInterfaces", "networkPerformanceConfig", "params",
+            "privateIpv6GoogleAccess", "reservationAffinity", "resourcePolicies",
+            "resourceStatus", "satisfiesPzi", "satisfiesPzs", "scheduling", "selfLink",
+            "serviceAccounts", "shieldedInstanceConfig", "shieldedInstanceIntegrityPolicy",
+            "sourceMachineImage", "sourceMachineImageEncryptionKey", "startRestricted",
+            "status", "statusMessage", "tags", "workloadIdentityConfig", "zone",
+        }
+    ),  # fmt: skip
 )
 
 METADATA_KIND = "compute#metadata"
