@@ -29,28 +29,30 @@ from ..validation import check_known_fields, opt_str
 from . import common
 from .common import Kind, Request, Response
 
+# Instance's properties in the compute v1 discovery document: what a field mask on
+# instances.get may select.
+INSTANCE_FIELDS = frozenset(
+    {
+        "advancedMachineFeatures", "canIpForward", "confidentialInstanceConfig",
+        "cpuPlatform", "creationTimestamp", "deletionProtection", "description", "disks",
+        "displayDevice", "fingerprint", "guestAccelerators", "hostname", "id",
+        "instanceEncryptionKey", "keyRevocationActionType", "kind", "labelFingerprint",
+        "labels", "lastStartTimestamp", "lastStopTimestamp", "lastSuspendedTimestamp",
+        "localSsdEncryptionMode", "machineType", "metadata", "minCpuPlatform", "name",
+        "networkInterfaces", "networkPerformanceConfig", "params",
+        "privateIpv6GoogleAccess", "reservationAffinity", "resourcePolicies",
+        "resourceStatus", "satisfiesPzi", "satisfiesPzs", "scheduling", "selfLink",
+        "serviceAccounts", "shieldedInstanceConfig", "shieldedInstanceIntegrityPolicy",
+        "sourceMachineImage", "sourceMachineImageEncryptionKey", "startRestricted",
+        "status", "statusMessage", "tags", "workloadIdentityConfig", "zone",
+    }
+)  # fmt: skip
+
 KIND = Kind(
     collection="instances",
     kind="compute#instance",
     label="instance",
-    # Instance's properties in the compute v1 discovery document: what a field mask on
-    # instances.get may select (no instances.insert/update is served).
-    fields=frozenset(
-        {
-            "advancedMachineFeatures", "canIpForward", "confidentialInstanceConfig",
-            "cpuPlatform", "creationTimestamp", "deletionProtection", "description", "disks",
-            "displayDevice", "fingerprint", "guestAccelerators", "hostname", "id",
-            "instanceEncryptionKey", "keyRevocationActionType", "kind", "labelFingerprint",
-            "labels", "lastStartTimestamp", "lastStopTimestamp", "lastSuspendedTimestamp",
-            "localSsdEncryptionMode", "machineType", "metadata", "minCpuPlatform", "name",
-            "networkInterfaces", "networkPerformanceConfig", "params",
-            "privateIpv6GoogleAccess", "reservationAffinity", "resourcePolicies",
-            "resourceStatus", "satisfiesPzi", "satisfiesPzs", "scheduling", "selfLink",
-            "serviceAccounts", "shieldedInstanceConfig", "shieldedInstanceIntegrityPolicy",
-            "sourceMachineImage", "sourceMachineImageEncryptionKey", "startRestricted",
-            "status", "statusMessage", "tags", "workloadIdentityConfig", "zone",
-        }
-    ),  # fmt: skip
+    fields=INSTANCE_FIELDS,  # no instances.insert/update is served: for field masks only
 )
 
 METADATA_KIND = "compute#metadata"
