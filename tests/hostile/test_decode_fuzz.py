@@ -117,6 +117,11 @@ def snapshot_texts(draw: st.DrawFn) -> str:
             st.sampled_from(sorted(RAW)).flatmap(lambda k: RAW[k] | mutated(RAW[k])), max_size=5
         )
     )
+    # A real cluster's dump has Nodes and Services (default/kubernetes at least); most drawn
+    # dumps start with a well-formed one of each, so the loader is fuzzed past the check that
+    # refuses a dump without either, which the rest still meet.
+    if draw(st.integers(0, 3)):
+        items = [draw(RAW["Node"]), draw(RAW["Service"]), *items]
     document: Any = {"apiVersion": "v1", "kind": "List", "items": items}
     if draw(st.integers(0, 4)) == 0:
         document = draw(json_values)
