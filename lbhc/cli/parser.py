@@ -218,8 +218,26 @@ def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     _timing_flags(sandbox, time_scale=1.0, latency=0.2)
     sandbox.add_argument("--nodes", type=int, default=3, help="Nodes in the fake cluster")
-    sandbox.add_argument("--services", type=int, default=4, help="LoadBalancer Services")
-    sandbox.add_argument("--local-services", type=int, default=1, help="of them, Local-policy")
+    # The count stated here is checked against what the sandbox serves
+    # (tests/sandbox/test_service_count.py).
+    sandbox.add_argument(
+        "--services",
+        type=int,
+        default=4,
+        metavar="N",
+        help="target-pool LoadBalancer Services web-<i>, the last --local-services of them "
+        "Local (named local-<i>); the current cloud provider adds 4 when N > 0: legacy-<N>, "
+        "whose pool was made without a check, and one on each kind of backend service (rbs-, "
+        "ilb-, ilb-v1-). In all N+4 LoadBalancer Services (legacy: N), in namespace demo, and "
+        "no other Service (default: 4, so 8 Services)",
+    )
+    sandbox.add_argument(
+        "--local-services",
+        type=int,
+        default=1,
+        metavar="L",
+        help="how many of the N are externalTrafficPolicy: Local",
+    )
     sandbox.add_argument(
         "--kube-proxy-versions",
         type=_versions,

@@ -8,8 +8,12 @@ import json
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:  # imported when used: the controller image has no sandbox
+    from lbhc.sandbox.seed import SandboxSpec
 
 
 def sandbox(args: argparse.Namespace) -> int:
@@ -17,17 +21,10 @@ def sandbox(args: argparse.Namespace) -> int:
 
     require_sandbox()
     from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
-    from lbhc.sandbox.seed import SandboxSpec
 
     try:
         options = SandboxOptions(
-            spec=SandboxSpec(
-                nodes=args.nodes,
-                services=args.services,
-                local_services=min(args.local_services, args.services),
-                kube_proxy_versions=tuple(args.kube_proxy_versions),
-                cloud_provider=args.cloud_provider,
-            ),
+            spec=sandbox_spec(args),
             operation_latency=args.operation_latency,
             time_scale=args.time_scale,
             directory=args.dir,
@@ -48,6 +45,19 @@ def sandbox(args: argparse.Namespace) -> int:
         # The sandbox names the server whose port was taken; the flag that set it is ours.
         raise exc.with_flag(_PORT_FLAGS.get(exc.name, "--kube-port or --compute-port")) from exc
     return EXIT_OK
+
+
+def sandbox_spec(args: argparse.Namespace) -> SandboxSpec:
+    """The world `lbhc sandbox` seeds from its flags (ValueError when they do not fit)."""
+    from lbhc.sandbox.seed import SandboxSpec
+
+    return SandboxSpec(
+        nodes=args.nodes,
+        services=args.services,
+        local_services=min(args.local_services, args.services),
+        kube_proxy_versions=tuple(args.kube_proxy_versions),
+        cloud_provider=args.cloud_provider,
+    )
 
 
 # The flag that sets the port of each server the sandbox starts, by the server's name.

@@ -56,15 +56,9 @@ class Demo:
         self.options = options
         self.timeline = Timeline(out)
         self.summary = DemoSummary()
-        spec = SandboxSpec(
-            nodes=options.nodes,
-            services=options.services,
-            local_services=0,
-            cloud_provider=options.cloud_provider,
-        )
         self.sandbox = Sandbox(
             SandboxOptions(
-                spec=spec,
+                spec=demo_spec(options),
                 time_scale=options.time_scale,
                 operation_latency=options.operation_latency,
             )
@@ -111,7 +105,13 @@ class Demo:
             self.summary.gce_mutations = sum(
                 1 for e in self.sandbox.compute.mutating_requests() if e.client_id == IDENTITY
             )
-        self.timeline.summary(self.summary)
+        # The demo's sandbox, and the kubeconfig it wrote, are gone by now: point at the command
+        # that serves the same world and stays up, rather than at a path that no longer exists.
+        self.timeline.summary(
+            self.summary,
+            then="To explore this world with kubectl and lbhc, serve it until Ctrl-C (it prints "
+            f"what to try):\n  {sandbox_command(self.sandbox.spec)}",
+        )
         return self.summary
 
     def _run_step(
@@ -228,8 +228,8 @@ class Demo:
 
         attached_events = wait_until(attach_events, timeout, "a HealthCheckAttached Event per pool")
         self.timeline.say(
-            f"{len(attached_events)} HealthCheckAttached Events "
-            f"(kubectl --kubeconfig {self.sandbox.kubeconfig} get events -n demo)"
+            f"{len(attached_events)} HealthCheckAttached Event(s), on the Services whose pools "
+            "lbhc attached"
         )
         for index in range(self.sandbox.spec.nodes):
             wait_until(
@@ -452,6 +452,25 @@ class Demo:
             self.app.stop()
         if self._thread is not None:
             self._thread.join(15)
+
+
+def demo_spec(options: DemoOptions) -> SandboxSpec:
+    return SandboxSpec(
+        nodes=options.nodes,
+        services=options.services,
+        local_services=0,
+        cloud_provider=options.cloud_provider,
+    )
+
+
+def sandbox_command(spec: SandboxSpec) -> str:
+    """The `lbhc sandbox` command that seeds the world of `spec` (the current cloud provider
+    is its default)."""
+    flags = [f"--nodes {spec.nodes}", f"--services {spec.services}"]
+    flags.append(f"--local-services {spec.local_services}")
+    if not spec.current:
+        flags.append(f"--cloud-provider {spec.cloud_provider}")
+    return "lbhc sandbox " + " ".join(flags)
 
 
 def run_demo(options: DemoOptions | None = None, out: TextIO | None = None) -> DemoSummary:

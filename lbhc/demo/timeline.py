@@ -75,7 +75,8 @@ class Timeline:
         if self._out is not None:
             print(f"[{self.elapsed():6.2f}s] {message}", file=self._out, flush=True)
 
-    def summary(self, summary: DemoSummary) -> None:
+    def summary(self, summary: DemoSummary, then: str = "") -> None:
+        """The summary, and `then` (what to do next) after it."""
         if self._out is None:
             return
         lines = ["", "Summary"]
@@ -89,4 +90,6 @@ class Timeline:
             )
         lines.append(f"  GCE mutations by lbhc: {summary.gce_mutations}")
         lines.append(f"  result: {'all steps passed' if summary.ok else 'FAILED'}")
+        if then:
+            lines += ["", then]
         print("\n".join(lines), file=self._out, flush=True)

@@ -280,6 +280,8 @@ class Sandbox:
                 f"Compute fake:        {self.compute_url} (project {self.spec.project}, "
                 f"region {self.spec.region})",
                 f"kubeconfig:          {kubeconfig}",
+                f"cluster:             {self.spec.nodes} nodes, {self.spec.service_count} "
+                f"LoadBalancer Services in namespace {self.spec.namespace}",
                 f"kube-proxy health:   {len(self.fleet.endpoints()) if self.fleet else 0} "
                 f"emulated servers; health checking time scale {self.options.time_scale}",
                 f"cloud provider:      {self._profile_line()}",

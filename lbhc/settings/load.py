@@ -17,7 +17,14 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from lbhc.settings.describe import describe
 from lbhc.settings.layers import Layer, Layers
 from lbhc.settings.model import Settings
-from lbhc.settings.names import BY_ARGUMENT, BY_PATH, GROUPS, RETIRED_SETTINGS, SETTING_NAMES
+from lbhc.settings.names import (
+    BY_ARGUMENT,
+    BY_PATH,
+    FLAT_NAMES_NOTE,
+    GROUPS,
+    RETIRED_SETTINGS,
+    SETTING_NAMES,
+)
 from lbhc.textfile import read_utf8
 
 log = logging.getLogger(__name__)
@@ -184,7 +191,7 @@ def _deprecations(layers: Layers) -> list[str]:
                 f"setting {path!r}: the flat key {name.argument}: in {layers.config_file} is "
                 f"deprecated; write it under {name.group}: as {name.field}:"
             )
-    return lines
+    return [f"{line} {FLAT_NAMES_NOTE}" for line in lines]
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

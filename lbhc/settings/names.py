@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# lbhc 0.2 grouped the settings; the flat names 0.1 read have been deprecated since. Each
+# warning names both releases, so a reader can tell how old the spelling is (a test holds them
+# to releases no newer than lbhc's own version).
+FLAT_NAMES_OF = "0.1"
+FLAT_NAMES_DEPRECATED_SINCE = "0.2"
+FLAT_NAMES_NOTE = f"(lbhc {FLAT_NAMES_OF}'s name, deprecated since {FLAT_NAMES_DEPRECATED_SINCE})"
+
 
 @dataclass(frozen=True)
 class SettingName:

@@ -7,16 +7,20 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lbhc.cli import main
-from lbhc.demo.scenario import DemoOptions, run_demo
+from lbhc.cli.parser import build_parser
+from lbhc.cli.sandbox import sandbox_spec
+from lbhc.demo.scenario import DemoOptions, demo_spec, run_demo, sandbox_command
 from lbhc.sandbox.sandbox import NODE_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +75,7 @@ def demo_summary(cloud_provider: str, capsys: pytest.CaptureFixture[str]) -> dic
         timeline = io.StringIO()
         summary = run_demo(DemoOptions(cloud_provider=cloud_provider), out=timeline).to_json()
         assert_readme_sample_matches(timeline.getvalue())  # timings aside
+        assert_no_dead_path(timeline.getvalue())
         return summary
     code = main(["demo", "--output", "json", "--cloud-provider", cloud_provider])
     out = capsys.readouterr().out
@@ -93,6 +98,23 @@ def assert_readme_sample_matches(text: str) -> None:
     assert len(shown) >= 10, f"README's demo sample is missing or cut short: {sample!r}"
     for line in shown:
         assert _timeless(line) in printed, f"README's demo shows {line!r}; got:\n{text}"
+
+
+def assert_no_dead_path(text: str) -> None:
+    """The demo's sandbox lived in a temporary directory, removed when it ends: its output
+    names nothing there (a kubeconfig the reader could not use), and says how to get a sandbox
+    that stays up instead."""
+    assert tempfile.gettempdir() not in text, text
+    assert "--kubeconfig" not in text, text
+    assert text.rstrip().endswith(sandbox_command(demo_spec(DemoOptions()))), text
+
+
+@pytest.mark.parametrize("cloud_provider", ["current", "legacy"])
+def test_the_sandbox_command_the_demo_prints_serves_the_demos_world(cloud_provider: str) -> None:
+    spec = demo_spec(DemoOptions(cloud_provider=cloud_provider))
+    argv = shlex.split(sandbox_command(spec))
+    assert argv[:2] == ["lbhc", "sandbox"]
+    assert sandbox_spec(build_parser().parse_args(argv[1:])) == spec
 
 
 def test_demo_rejects_a_bad_time_scale(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,7 +2,9 @@
 the instance metadata its e2e suite switches).
 
 Serve it over real sockets with `ComputeFakeServer` (google-cloud-compute clients and a google-auth
-AuthorizedSession talk to it via `api_endpoint`), or in-process with `mount_responses`.
+AuthorizedSession talk to it via `api_endpoint`), or in-process with
+`responses_mount.mount_responses`. That one is imported from its own module, not from here: it
+needs `responses`, a test dependency, and the sandbox and the demo run without it.
 """
 
 from .errors import ComputeError
@@ -10,7 +12,6 @@ from .fake import ComputeFake
 from .faults import Faults
 from .journal import JournalEntry
 from .prober import HealthProber
-from .responses_mount import mount_responses
 from .routes import COMPUTE_ROUTES, Route
 from .server import ComputeFakeServer
 
@@ -23,5 +24,4 @@ __all__ = [
     "HealthProber",
     "JournalEntry",
     "Route",
-    "mount_responses",
 ]

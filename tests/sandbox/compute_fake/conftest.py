@@ -13,7 +13,8 @@ from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.auth.transport.requests import AuthorizedSession
 
-from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer, mount_responses
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer
+from lbhc.sandbox.compute_fake.responses_mount import mount_responses
 
 PROJECT = "proj"
 REGION = "us-central1"

@@ -13,12 +13,8 @@ import pytest
 import requests
 import responses
 
-from lbhc.sandbox.compute_fake import (
-    ComputeFake,
-    ComputeFakeServer,
-    JournalEntry,
-    mount_responses,
-)
+from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer, JournalEntry
+from lbhc.sandbox.compute_fake.responses_mount import mount_responses
 from tests.waiting import wait_for
 
 P = "proj"
