@@ -265,16 +265,20 @@ def test_json_on_a_terminal_needs_auto_approve_and_changes_nothing(
     assert compute.fake.mutating_requests() == []
 
 
+def applied_one_service(compute: ComputeEnv, tmp_path: Path) -> tuple[str, Path]:
+    """One Service's pool carrying lbhc's check after `lbhc apply`: (pool, snapshot file)."""
+    pool = compute.add_service_pool(service("svc-0"))
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps(kubectl_list(node(), service("svc-0"))))
+    setup = ["apply", "--auto-approve", "--cluster-snapshot", str(snapshot), *gce_args(compute)]
+    assert main(setup) == 0 and compute.pool_checks(pool) == [URL]
+    return pool, snapshot
+
+
 def test_teardown_takes_the_gce_flags_plan_takes(compute: ComputeEnv, tmp_path: Path) -> None:
     """A script passes the same GCE flags to plan and to teardown: teardown uses the network
     ones (where the firewall lives) and accepts the rest."""
-    compute.add_service_pool(service("svc-0"))
-    snapshot = tmp_path / "cluster.json"
-    snapshot.write_text(json.dumps(kubectl_list(node(), service("svc-0"))))
-    assert (
-        main(["apply", "--auto-approve", "--cluster-snapshot", str(snapshot), *gce_args(compute)])
-        == 0
-    )
+    _, snapshot = applied_one_service(compute, tmp_path)
     cluster_id = NAME.rsplit("-", 1)[1]
     every_flag = [
         *gce_args(compute),
@@ -293,13 +297,7 @@ def test_teardown_of_a_cluster_id_with_nothing_lists_lbhcs_checks_and_fails(
 ) -> None:
     """A mistyped id must not read "No changes" while another cluster's check, firewall and
     attachments stay in the project."""
-    (pool,) = [compute.add_service_pool(service("svc-0"))]
-    snapshot = tmp_path / "cluster.json"
-    snapshot.write_text(json.dumps(kubectl_list(node(), service("svc-0"))))
-    assert (
-        main(["apply", "--auto-approve", "--cluster-snapshot", str(snapshot), *gce_args(compute)])
-        == 0
-    )
+    pool, _ = applied_one_service(compute, tmp_path)
     cluster_id = NAME.rsplit("-", 1)[1]
     capsys.readouterr()
     compute.fake.clear_journal()
