@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lbhc.sandbox.loadgen.report import Attempt, Outcome
 from lbhc.sandbox.loadgen.spec import LoadSpec
@@ -95,9 +96,20 @@ async def idle(reader: asyncio.StreamReader, seconds: float) -> None:
     raise BadAnswer(f"data nobody asked for: {data!r}")
 
 
-async def short(target: Target, spec: LoadSpec, clock: Clock, record: Record) -> None:
-    """Connect, send one line, read one line, close."""
-    started = clock()
+@dataclass(frozen=True)
+class Context:
+    """What every connection of a run shares."""
+
+    spec: LoadSpec
+    clock: Clock
+    record: Record
+
+
+async def short(target: Target, started: float, run: Context) -> None:
+    """Connect, send one line, read one line, close. `started` is when the generator decided
+    to start it: the task itself may get its first turn later on a busy loop, and that
+    wait is part of what the client saw (as an open-loop client measures)."""
+    spec = run.spec
     writer: asyncio.StreamWriter | None = None
     node: str | None = None
     outcome: Outcome = "stopped"  # unless the connection gets to an end before a cancel
@@ -110,14 +122,14 @@ async def short(target: Target, spec: LoadSpec, clock: Clock, record: Record) ->
     finally:
         if writer is not None:
             writer.close()  # the socket closes on the loop's next turn; no waiting on the peer
-        record(Attempt(target.name, "short", started, clock(), outcome, node))
+        run.record(Attempt(target.name, "short", started, run.clock(), outcome, node))
 
 
-async def long_lived(target: Target, spec: LoadSpec, clock: Clock, record: Record) -> None:
+async def long_lived(target: Target, started: float, run: Context) -> None:
     """Connect, ping at once (to learn the node) and then every ping_interval_sec, until the
     connection breaks or the task is cancelled at the end of the run."""
     loop = asyncio.get_running_loop()
-    started = clock()
+    spec = run.spec
     writer: asyncio.StreamWriter | None = None
     node: str | None = None
     outcome: Outcome | None = None
@@ -137,4 +149,4 @@ async def long_lived(target: Target, spec: LoadSpec, clock: Clock, record: Recor
             # Cancelled: the run ended with the connection up. A ping still unanswered at
             # that moment is not judged: the connection had not broken yet.
             outcome = "completed" if node is not None else "stopped"
-        record(Attempt(target.name, "long", started, clock(), outcome, node))
+        run.record(Attempt(target.name, "long", started, run.clock(), outcome, node))

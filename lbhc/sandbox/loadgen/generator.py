@@ -8,8 +8,9 @@ after the start and is never started before then, whatever earlier connections a
 slow backend must not slow the load down, or the load would hide the failure it is meant
 to show). So by any time t, at most floor(rate * t) + 1 have started per target. A due
 connection that cannot start is skipped, never queued: when max_in_flight connections are
-open, or when it is more than LATE_SEC overdue (after a stall, a burst of catch-up
-connections would be load the spec did not ask for).
+open, or when it is more than LATE_SEC overdue or the duration is over by the time it could
+start (after a stall, a burst of catch-up connections would be load the spec did not ask
+for).
 
 The run ends by itself after duration_sec: no short connection starts after that, the
 long-lived ones are closed (completed, if still up), and the short ones in flight finish
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -69,6 +71,7 @@ class LoadGenerator:
         # The loop thread's own state (touched by it only).
         self._stopping = asyncio.Event()  # binds to the loop on first use, in the loop thread
         self._shorts: set[asyncio.Task[None]] = set()
+        self._unrecorded: dict[asyncio.Task[None], Attempt] = {}
         self._in_flight = 0
 
     # -- lifecycle, from any thread ------------------------------------------------------------
@@ -167,14 +170,19 @@ class LoadGenerator:
         spec = self._spec
         with self._lock:
             self._started = start = self._clock()
-            if self._stop_requested:
-                self._stopping.set()
+            if self._stop_requested:  # a stop() before the run began: nothing is launched
+                self._ended, self._stopped_early = start, True
+                return
+        run = connection.Context(spec, self._clock, self._record)
         longs = [
-            self._launch(connection.long_lived(target, spec, self._clock, self._record))
+            self._launch(
+                connection.long_lived(target, start, run),
+                Attempt(target.name, "long", start, start, "stopped"),
+            )
             for target in self._targets
             for _ in range(spec.long_lived)
         ]
-        await self._schedule(start)
+        await self._schedule(start, run)
         for task in longs:
             task.cancel()
         await asyncio.gather(*longs, return_exceptions=True)
@@ -186,19 +194,24 @@ class LoadGenerator:
             # Fixed now: a stop() after the end (leaving a `with` block) changes nothing.
             self._stopped_early = self._stopping.is_set()
 
-    async def _schedule(self, start: float) -> None:
+    async def _schedule(self, start: float, run: connection.Context) -> None:
         """Start the short connections on time, until the duration is over or a stop()."""
         spec = self._spec
         for k in range(spec.planned_per_target):
             due = start + k / spec.rate_per_sec
             if not await self._sleep_until(due):
                 return
-            late = self._clock() - due > LATE_SEC
+            # Late past the end counts as late: the run promised no new connection after it.
+            now = self._clock()
+            late = now - due > LATE_SEC or now >= start + spec.duration_sec
             for target in self._targets:
                 if late or self._in_flight >= spec.max_in_flight:
                     self._record(Attempt(target.name, "short", due, due, "skipped"))
                 else:
-                    task = self._launch(connection.short(target, spec, self._clock, self._record))
+                    task = self._launch(
+                        connection.short(target, now, run),
+                        Attempt(target.name, "short", now, now, "stopped"),
+                    )
                     self._shorts.add(task)
                     task.add_done_callback(self._shorts.discard)
         # The last connection is due before the end; the long-lived ones last the whole time.
@@ -217,14 +230,21 @@ class LoadGenerator:
                     await self._stopping.wait()
         return False
 
-    def _launch(self, coro: Coroutine[object, object, None]) -> asyncio.Task[None]:
+    def _launch(self, coro: Coroutine[object, object, None], unrun: Attempt) -> asyncio.Task[None]:
+        """Start a connection's task. `unrun` is recorded if the task is cancelled before its
+        first turn: its coroutine then never runs, not even its `finally`, and the attempt
+        would be missing from the report."""
         self._in_flight += 1
         task = asyncio.get_running_loop().create_task(coro)
+        self._unrecorded[task] = unrun
         task.add_done_callback(self._landed)
         return task
 
     def _landed(self, task: asyncio.Task[None]) -> None:
         self._in_flight -= 1
+        unrun = self._unrecorded.pop(task, None)
+        if unrun is not None:
+            self._record(dataclasses.replace(unrun, ended=self._clock()))
         if not task.cancelled() and task.exception() is not None and self._failure is None:
             # A bug, not an outcome (those are recorded by the connection): end the run.
             self._failure = task.exception()
@@ -236,5 +256,10 @@ class LoadGenerator:
             task.cancel()
 
     def _record(self, attempt: Attempt) -> None:
+        # Called by a connection's own task (its one record), or by _landed for a task that
+        # never ran; either way that task is accounted for.
+        current = asyncio.current_task()
+        if current is not None:
+            self._unrecorded.pop(current, None)
         with self._lock:
             self._attempts.append(attempt)

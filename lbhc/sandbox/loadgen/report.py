@@ -14,9 +14,10 @@ Outcomes, and why each is its own:
 - `error`: anything else that went wrong on the wire (an answer that is not a node name,
   unsolicited data on a long-lived connection, an OSError such as running out of file
   descriptors). Counted, never raised: one odd connection must not end the run.
-- `skipped`: a short connection due while max_in_flight connections were open, or due more
-  than a second before the generator could start it (a stalled machine): not attempted,
-  because queueing it would break the rate or the concurrency bound.
+- `skipped`: a short connection due while max_in_flight connections were open, or one the
+  generator could not start until more than a second after it was due, or until after the
+  duration (a stalled machine): not attempted, because queueing it would break the
+  concurrency bound, the pacing or the end of the run.
 - `stopped`: still in flight when stop() ended the run: not judged either way.
 
 A long-lived connection counts once, with the outcome it ended with; it is not reopened.
