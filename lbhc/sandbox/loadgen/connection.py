@@ -76,7 +76,14 @@ async def ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeou
     """Send one request line; the node name answered, within `timeout`."""
     writer.write(REQUEST)
     async with asyncio.timeout(timeout):
-        await writer.drain()
+        try:
+            await writer.drain()
+        except ConnectionResetError:
+            # asyncio says "Connection lost" for a connection the peer had closed cleanly
+            # too; a real reset leaves the reader with the error, not at EOF.
+            if reader.at_eof():
+                raise PeerClosed("the connection was closed before the request") from None
+            raise
         return node_name(await reader.readline())
 
 
@@ -105,6 +112,13 @@ class Context:
     record: Record
 
 
+def close(writer: asyncio.StreamWriter) -> None:
+    """Close now: abort() drops anything still unsent instead of waiting for the peer to
+    read it (a peer that never reads would keep the socket open past the run). The socket
+    goes on the loop's next turn, with a FIN as on any close."""
+    writer.transport.abort()
+
+
 async def short(target: Target, started: float, run: Context) -> None:
     """Connect, send one line, read one line, close. `started` is when the generator decided
     to start it: the task itself may get its first turn later on a busy loop, and that
@@ -121,7 +135,7 @@ async def short(target: Target, started: float, run: Context) -> None:
         outcome = classify(exc)
     finally:
         if writer is not None:
-            writer.close()  # the socket closes on the loop's next turn; no waiting on the peer
+            close(writer)
         run.record(Attempt(target.name, "short", started, run.clock(), outcome, node))
 
 
@@ -144,7 +158,7 @@ async def long_lived(target: Target, started: float, run: Context) -> None:
         outcome = classify(exc)
     finally:
         if writer is not None:
-            writer.close()
+            close(writer)
         if outcome is None:
             # Cancelled: the run ended with the connection up. A ping still unanswered at
             # that moment is not judged: the connection had not broken yet.
