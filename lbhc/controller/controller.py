@@ -220,7 +220,6 @@ class Controller:
         # After the GCE pass, so nothing here can hold back attaches and detaches. A lost
         # readiness-patch race is retried with backoff like a failed GCE change.
         raced = not self._assess(cluster, judged, the_plan)
-        self.node_tags.check(cluster)  # once per start, after the pass it must not delay
         failed = (result is not None and not result.ok) or raced
         self._metrics.reconciles.labels("partial" if failed else "ok").inc()
         self._metrics.reconcile_duration.observe(time.monotonic() - started)
@@ -230,6 +229,7 @@ class Controller:
             len(the_plan.changes),
             ", some failed" if failed else "",
         )
+        self.node_tags.check(cluster)  # once per start, after the pass it must not delay
         if failed:
             raise PartialFailure("some changes failed; see the log above")
         return the_plan

@@ -170,8 +170,16 @@ def test_health_metrics_and_events_endpoints() -> None:
         base = app.http.url
         assert urllib.request.urlopen(f"{base}/healthz").status == 200
         wait_for(lambda: urllib.request.urlopen(f"{base}/readyz").status == 200, what="ready")
-        metrics = urllib.request.urlopen(f"{base}/metrics").read().decode()
-        assert 'lbhc_reconciles_total{result="ok"}' in metrics
+        # The attach is visible in GCE before the pass that made it has finished counting.
+        metrics = wait_for(
+            lambda: (
+                text
+                if 'lbhc_reconciles_total{result="ok"}'
+                in (text := urllib.request.urlopen(f"{base}/metrics").read().decode())
+                else None
+            ),
+            what="a pass counted ok",
+        )
         assert "lbhc_gce_calls_total" in metrics and 'call="add_health_check"' in metrics
         events = wait_for(
             lambda: w.events("HealthCheckAttached"),
