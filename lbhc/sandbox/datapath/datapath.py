@@ -25,7 +25,9 @@ deleted ones, and reviews the open flows:
 
 A new connection with no member to go to (an empty pool, a backend service without backends),
 or whose member has no node backend or a vanished one, is dropped: GCE has nowhere to deliver
-its packets and a passthrough load balancer answers nothing itself (choice.py). Backend
+its packets and a passthrough load balancer answers nothing itself (choice.py). It stays
+dropped: a real client's handshake retries could still reach a member added later, but the
+emulation accepted the connection already (relay.py) and does not move it. Backend
 services' connection draining (a removed member keeping its flows for drainingTimeoutSec) is
 not modelled: their removed members' flows are reset at once, as a target pool's.
 
@@ -212,9 +214,13 @@ class DataPath:
         for name in self._servers.keys() - frontends.keys():
             self._servers.pop(name).close()  # its flows are dropped below
         for name in frontends.keys() - self._servers.keys():
-            self._servers[name] = await asyncio.start_server(
-                partial(self._accepted, name), sock=listening_socket()
-            )
+            try:
+                self._servers[name] = await asyncio.start_server(
+                    partial(self._accepted, name), sock=listening_socket()
+                )
+            except OSError:  # out of ports or files: tried again at the next poll
+                log.exception("data path: no listener for forwarding rule %s", name)
+                del frontends[name]
         self._frontends = frontends
         listeners = {name: server.sockets[0] for name, server in self._servers.items()}
         with self._lock:
