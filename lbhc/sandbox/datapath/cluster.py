@@ -82,6 +82,10 @@ class SandboxDataPath:
         with self._lock:
             return self._backends.get(service)
 
+    def rule_names(self, service: str) -> list[str]:
+        """The forwarding rules of Service "namespace/name" the data path serves, by name."""
+        return sorted(n for n, f in self.path.frontends().items() if f.service == service)
+
     def backends_for(self, frontend: Frontend) -> NodeBackends | None:
         return self.backends(frontend.service)
 
@@ -106,8 +110,13 @@ class SandboxDataPath:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Self:
-        self.sync()
-        self.path.start()
+        """Backends for the cluster there is now, the listeners, then follow the cluster."""
+        try:
+            self.sync()
+            self.path.start()
+        except BaseException:
+            self.close()
+            raise
         self._thread = threading.Thread(target=self._run, name="data-path-nodes", daemon=True)
         self._thread.start()
         return self

@@ -117,6 +117,11 @@ class DataPath:
         with self._lock:
             return self._published.get(rule_name)
 
+    def frontends(self) -> dict[str, Frontend]:
+        """Every rule served, by name, as the last poll read them."""
+        with self._lock:
+            return dict(self._published)
+
     def listening(self) -> list[tuple[str, int]]:
         """Every listener's address, as the kernel reports it now."""
         with self._lock:
@@ -141,8 +146,8 @@ class DataPath:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="data-path", daemon=True)
         self._thread.start()
-        if not self._ready.wait(timeout=30):
-            raise RuntimeError("the data path did not start within 30 s")
+        if not self._ready.wait(timeout=30) or not self._thread.is_alive():
+            raise RuntimeError("the data path did not start (its log says why)")
         return self
 
     def sync(self, timeout: float = 10.0) -> None:

@@ -7,6 +7,7 @@ connections go to the other nodes only."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -65,6 +66,7 @@ def test_every_rule_spreads_connections_over_the_nodes(sandbox: Sandbox) -> None
 def test_a_deleted_node_vanishes_and_is_cut(sandbox: Sandbox) -> None:
     path = data_path(sandbox)
     rule = sandbox.load_balancer_name(SPEC.namespace, "web-0")
+    assert path.rule_names(f"{SPEC.namespace}/web-0") == [rule]
     with connect(path.address(rule)) as sock:
         victim = ask(sock).node
         assert victim in members(sandbox, rule)
@@ -85,3 +87,42 @@ def test_a_deleted_node_vanishes_and_is_cut(sandbox: Sandbox) -> None:
         what="the victim's flow ended",
     )
     assert flow.node == victim and flow.outcome in ("dropped", "reset")
+
+
+def endpoint_pod(name: str, node: str, ready: bool = True) -> dict[str, Any]:
+    """A Pod a Service selecting app=<name> sends to, on `node`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{node}",
+            "namespace": SPEC.namespace,
+            "labels": {"app": name},
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "app", "image": "app:1"}]},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def test_a_local_service_is_answered_only_where_it_has_a_ready_endpoint() -> None:
+    spec = SandboxSpec(nodes=3, services=1, local_services=1, backend_service_lbs=False)
+    options = SandboxOptions(
+        spec=spec, time_scale=0.1, operation_latency=0.0, kube_proxy_port=0, data_path=True
+    )
+    with Sandbox(options) as sandbox:
+        path = data_path(sandbox)
+        service = f"{spec.namespace}/local-0"
+        backends = path.backends(service)
+        assert backends is not None
+        serving, unready = node_name(1), node_name(2)
+        sandbox.kube.upsert(endpoint_pod("local-0", serving))
+        sandbox.kube.upsert(endpoint_pod("local-0", unready, ready=False))
+        wait_for(
+            lambda: one_exchange(backends.address(serving)).node == serving,
+            what="the node with a ready endpoint answering",
+        )
+        for node in (node_name(0), unready):  # kube-proxy drops it there
+            assert one_exchange(backends.address(node)).failure == "timeout"
