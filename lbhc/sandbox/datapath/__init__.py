@@ -5,6 +5,7 @@ node, where the Service's NodePort answers with the node's name.
 
 - loopback: every socket, bound to 127.0.0.1 only; resets.
 - choice: which member a new connection goes to (a pure function).
+- rehash: what becomes of an established flow when its load balancer changes (pure too).
 - frontends: the forwarding rules, members and health, read from the Compute fake.
 - backends: NodeBackends, one Service's NodePort on every node.
 - relay: one connection's life.

@@ -6,30 +6,17 @@ balancer does (choice.choose_instance), and relaying it to that member's node ba
 It follows the fake's live state: every `poll_sec` it rereads the rules, their members and
 the members' health at each rule's IP (frontends.read_frontends: in process, from the health
 prober installed in the fake; no API call), opens listeners for new rules, closes those of
-deleted ones, and reviews the open flows:
-- A flow whose instance LEFT the load balancer (the service controller's node sync) is
-  re-hashed among the members left. GCE keeps no state for it elsewhere: target pools have no
-  connection draining (https://cloud.google.com/load-balancing/docs/target-pools), so the
-  instance its packets now reach answers them with a RST: the client is reset. With no member
-  left, or a new one whose node cannot answer, its packets go nowhere: dropped.
-- A flow whose instance turned UNHEALTHY stays on it when `keep_established` (the default),
-  else it is re-hashed as above. GCE documents neither for target pools ("all traffic for a
-  given connection stays on the same instance as long as the instance stays healthy" on the
-  target pools page hints at re-hashing); for backend services TCP connections persist on
-  unhealthy backends by default (connectionPersistenceOnUnhealthyBackends
-  DEFAULT_FOR_PROTOCOL, https://cloud.google.com/load-balancing/docs/network/
-  ext-netlb-traffic-distribution#connection-persistence). Hence a parameter.
-- A flow whose node's VM is gone (NodeBackends.vanish) while the instance is still a member
-  is dropped: the client times out, until its instance is cut and it is reset.
-- A flow whose forwarding rule was deleted is dropped.
+deleted ones, and reviews the open flows: one whose instance left the load balancer, or turned
+UNHEALTHY unless `keep_established`, is re-hashed, which resets it or drops it; one whose
+forwarding rule is gone is dropped (rehash.py says why); one whose node's VM is gone
+(NodeBackends.vanish) while its instance is still a member is dropped: the client times out,
+until its instance is cut and it is reset.
 
 A new connection with no member to go to (an empty pool, a backend service without backends),
 or whose member has no node backend or a vanished one, is dropped: GCE has nowhere to deliver
 its packets and a passthrough load balancer answers nothing itself (choice.py). It stays
 dropped: a real client's handshake retries could still reach a member added later, but the
-emulation accepted the connection already (relay.py) and does not move it. Backend
-services' connection draining (a removed member keeping its flows for drainingTimeoutSec) is
-not modelled: their removed members' flows are reset at once, as a target pool's.
+emulation accepted the connection already (relay.py) and does not move it.
 
 Listeners, flows and polling share one asyncio loop on one thread; the public methods may be
 called from any thread.
@@ -50,10 +37,11 @@ from typing import Self
 
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.datapath.backends import NodeBackends
-from lbhc.sandbox.datapath.choice import HEALTHY, Flow, choose_instance
+from lbhc.sandbox.datapath.choice import Flow, choose_instance
 from lbhc.sandbox.datapath.frontends import Frontend, read_frontends
 from lbhc.sandbox.datapath.loopback import listening_socket
 from lbhc.sandbox.datapath.records import FlowLog, FlowRecord
+from lbhc.sandbox.datapath.rehash import established_flow
 from lbhc.sandbox.datapath.relay import Relay
 
 log = logging.getLogger(__name__)
@@ -96,6 +84,7 @@ class DataPath:
         self._frontends: dict[str, Frontend] = {}
         self._servers: dict[str, asyncio.Server] = {}
         self._relays: dict[int, Relay] = {}
+        self._handlers: set[asyncio.Task[None]] = set()  # the connections' handlers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -239,27 +228,24 @@ class DataPath:
             self._review(relay, frontends.get(relay.rule))
 
     def _review(self, relay: Relay, frontend: Frontend | None) -> None:
-        """Move, drop or keep an open flow after a change (the module docstring)."""
-        if frontend is None:
-            relay.drop()
-            return
-        if not relay.established:
+        """Keep, drop or reset an open flow after a change."""
+        if not relay.established or relay.instance is None:
+            if frontend is None:
+                relay.drop()
             return  # never reached a node: it stays dropped
-        if relay.node is not None and self._vanished(frontend, relay.node):
+        if frontend is not None and self._backend(frontend, relay.instance) is None:
+            relay.drop()  # its VM is gone, while still a member: nobody answers
+        verdict = established_flow(
+            relay.flow,
+            relay.instance,
+            frontend,
+            keep_established=self.keep_established,
+            answers=lambda instance: bool(frontend and self._backend(frontend, instance)),
+        )
+        if verdict == "drop":
             relay.drop()
-        instance = relay.instance
-        left = instance not in frontend.members
-        sick = not self.keep_established and frontend.health.get(instance or "") != HEALTHY
-        if not (left or sick):
-            return
-        chosen = choose_instance(relay.flow, frontend.members, frontend.health, frontend.affinity)
-        if chosen == instance:
-            return
-        node = None if chosen is None else self._node_of(chosen)
-        if node is None or self._backend_address(frontend, node) is None:
-            relay.drop()  # nowhere to go: nobody answers
-        else:
-            relay.reset()  # a node without state for it answers with a RST
+        elif verdict == "reset":
+            relay.reset()
 
     async def _accepted(
         self, rule: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -272,32 +258,35 @@ class DataPath:
         flow = Flow(str(client_ip), int(client_port), frontend.ip, frontend.port)
         instance = choose_instance(flow, frontend.members, frontend.health, frontend.affinity)
         node = None if instance is None else self._node_of(instance)
-        backend = None if node is None else self._backend_address(frontend, node)
-        record = FlowRecord(rule, int(client_port), instance, node, self._clock())
-        flow_id = self._log.open(record)
+        backend = None if instance is None else self._backend(frontend, instance)
+        flow_id = self._log.open(FlowRecord(rule, int(client_port), instance, node, self._clock()))
         relay = Relay(flow_id, flow, rule, instance, node, (reader, writer), self._log, self._clock)
-        self._relays[relay.flow_id] = relay
+        self._relays[flow_id] = relay
+        handler = asyncio.current_task()
+        assert handler is not None  # a connection's handler is a task of its own
+        self._handlers.add(handler)
         try:
             await relay.run(backend)
         finally:
-            self._relays.pop(relay.flow_id, None)
+            self._relays.pop(flow_id, None)
+            self._handlers.discard(handler)
 
-    def _backend_address(self, frontend: Frontend, node: str) -> tuple[str, int] | None:
-        """The node's backend for the rule's Service; None when it has none or its VM is gone."""
+    def _backend(self, frontend: Frontend, instance: str) -> tuple[str, int] | None:
+        """Where the instance's node answers for the rule's Service; None when no node stands
+        for it, the node has no backend for the Service, or its VM is gone."""
+        node = self._node_of(instance)
         backends = self._backends_for(frontend)
-        if backends is None or backends.vanished(node):
+        if node is None or backends is None or backends.vanished(node):
             return None
         return backends.address(node)
-
-    def _vanished(self, frontend: Frontend, node: str) -> bool:
-        backends = self._backends_for(frontend)
-        return backends is not None and backends.vanished(node)
 
     async def _shut(self) -> None:
         for server in self._servers.values():
             server.close()
         for relay in list(self._relays.values()):
             relay.close()
+        if self._handlers:  # let every flow's handler finish: none is left pending
+            await asyncio.wait(set(self._handlers), timeout=5)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(
                 asyncio.gather(*(s.wait_closed() for s in self._servers.values())), 5

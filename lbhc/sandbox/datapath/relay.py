@@ -82,13 +82,14 @@ class Relay:
             up = asyncio.create_task(self._upstream())
             await self._done.wait()
         finally:
-            for task in (up, self._down):
-                if task is not None and task is not asyncio.current_task():
-                    task.cancel()
             self._finish("completed")
             self._cut_backend()
             if self.mode != "reset":  # a reset one is closed already
                 self._client_writer.close()
+            pumps = [task for task in (up, self._down) if task is not None]
+            for task in pumps:
+                task.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)  # none left pending
 
     def reset(self) -> None:
         """The client gets a RST; the flow ends "reset"."""
