@@ -12,11 +12,13 @@ What GCE documents, and what this takes from it:
   CLIENT_IP_NO_DESTINATION (the source address alone)
   (https://cloud.google.com/load-balancing/docs/network/ext-netlb-traffic-distribution,
   "Session affinity").
-- New connections go to HEALTHY members only while at least one is; "when all backend VMs are
-  unhealthy, the load balancer distributes new connections among all backends as a last
-  resort" (the traffic distribution page above, for backend services without failover; a
-  target pool without a backup pool behaves the same way: it fails open, which is why a pool
-  whose every instance fails its check still serves).
+- New connections go to HEALTHY members only while at least one is, and to all of them when
+  none is (fail open). Target pools: without a backup pool, traffic is "spread to the healthy
+  instances with the best effort, or to all instances when no instance is healthy" (the
+  TargetPool resource's backupPool field,
+  https://cloud.google.com/compute/docs/reference/rest/v1/targetPools). Backend services
+  without failover: "when all backend VMs are unhealthy, the load balancer distributes new
+  connections among all backends as a last resort" (the traffic distribution page above).
 - A load balancer with no member at all has nowhere to send the packets: they are dropped
   (a passthrough load balancer terminates nothing, so nobody answers with a RST): None here.
 
