@@ -24,6 +24,7 @@ from any thread.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import selectors
 import socket
@@ -34,6 +35,8 @@ from types import TracebackType
 from typing import Self
 
 from lbhc.sandbox.datapath.loopback import listening_socket
+
+log = logging.getLogger(__name__)
 
 Serves = Callable[[str], bool]
 _READ_SIZE = 4096
@@ -176,7 +179,11 @@ class NodeBackends:
                     elif isinstance(key.data, str):
                         self._accept(key.fileobj, key.data)  # type: ignore[arg-type]
                     else:
-                        self._serve(key.data, events)
+                        try:
+                            self._serve(key.data, events)
+                        except Exception:  # one connection's trouble ends it, not the server
+                            log.exception("NodeBackends %s: serving %s", self.name, key.data.node)
+                            self._close(key.data)
         finally:
             self._shut()
 
@@ -198,7 +205,7 @@ class NodeBackends:
             return
         try:
             if events & selectors.EVENT_READ and not self._read(conn):
-                self._drop(conn)
+                self._close(conn)
                 return
             if conn.outbox:
                 sent = conn.sock.send(conn.outbox)
@@ -206,7 +213,7 @@ class NodeBackends:
         except BlockingIOError:
             pass
         except OSError:  # reset by the client
-            self._drop(conn)
+            self._close(conn)
             return
         wanted = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outbox else 0)
         self._selector.modify(conn.sock, wanted, conn)
@@ -228,8 +235,9 @@ class NodeBackends:
                     self._answered[conn.node] = self._answered.get(conn.node, 0) + lines
         return len(conn.inbox) <= _MAX_LINE
 
-    def _drop(self, conn: _Connection) -> None:
-        self._selector.unregister(conn.sock)
+    def _close(self, conn: _Connection) -> None:
+        with contextlib.suppress(KeyError, ValueError):  # not registered (any more)
+            self._selector.unregister(conn.sock)
         with contextlib.suppress(OSError):
             conn.sock.close()
 

@@ -20,6 +20,7 @@ nothing changed).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ from lbhc.sandbox.datapath.frontends import Frontend
 from lbhc.sandbox.datapath.records import FlowRecord
 from lbhc.sandbox.kube_fake import KubeFake
 
+log = logging.getLogger(__name__)
 _INSTANCE = re.compile(r"/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)$")
 
 
@@ -144,7 +146,10 @@ class SandboxDataPath:
 
     def _run(self) -> None:
         while not self._stop.wait(self._sync_sec):
-            self.sync()
+            try:
+                self.sync()
+            except Exception:  # keep what runs; a later sync may succeed
+                log.exception("data path: following the cluster failed")
 
     # -- following the cluster ----------------------------------------------------------------
 

@@ -52,6 +52,9 @@ def test_every_rule_spreads_connections_over_the_nodes(sandbox: Sandbox) -> None
     kinds = {f.kind for name in rules if (f := path.path.frontend(name)) is not None}
     assert kinds == {"targetPool", "backendService"}
     assert len(rules) == SPEC.service_count
+    listening = path.listening()  # the rules' listeners and every Service's NodePorts
+    assert len(listening) == len(rules) + SPEC.service_count * SPEC.nodes
+    assert {host for host, _ in listening} == {"127.0.0.1"}
     for name, address in rules.items():
 
         def reached(address: tuple[str, int] = address) -> bool:
