@@ -173,7 +173,11 @@ class Sandbox:
         if options.data_path:  # after the first pass: the load balancers exist
             self.data_path = stack.enter_context(
                 SandboxDataPath(
-                    self.kube, self.compute, keep_established=options.data_path_keep_established
+                    self.kube,
+                    self.compute,
+                    project=spec.project,
+                    zone=spec.zone,
+                    keep_established=options.data_path_keep_established,
                 )
             )
 

@@ -5,10 +5,10 @@
 - Nodes: every Node gets a backend in every Service's NodeBackends as soon as it is seen; a
   Node deleted from the apiserver (the autoscaler's delete, after its VM's) vanishes: its
   connections are dropped from then on.
-- Instance to node: the node whose providerID is gce://PROJECT/ZONE/NAME for the instance
-  .../projects/PROJECT/zones/ZONE/instances/NAME, else the node called NAME, as the sandbox's
-  NodeVms and kube-proxy fleet place them. A deleted node's providerID is remembered: its
-  instance stays in the pools until the service controller's node sync cuts it.
+- Instance to node: each Node's VM as the cloud provider derives it (lbhc.model.cloud
+  instance_url: from its providerID gce://PROJECT/ZONE/NAME, else a VM of its name in the
+  cluster's zone). A deleted node's VM is remembered: its instance stays in the pools until
+  the service controller's node sync cuts it.
 - Policy, per Service: externalTrafficPolicy Cluster, every node answers; Local, only nodes
   running a ready Pod the Service selects (kube-proxy's local endpoints: Running, Ready, not
   terminating), read from the apiserver fake. The sandbox seeds no such Pods: its Local
@@ -21,14 +21,14 @@ nothing changed).
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Mapping
 from functools import partial
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import urlsplit
 
+from lbhc.model.cloud import instance_url, resource_path
+from lbhc.model.cluster import Node
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.datapath.backends import NodeBackends
 from lbhc.sandbox.datapath.datapath import DataPath
@@ -37,7 +37,6 @@ from lbhc.sandbox.datapath.records import FlowRecord
 from lbhc.sandbox.kube_fake import KubeFake
 
 log = logging.getLogger(__name__)
-_INSTANCE = re.compile(r"/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)$")
 
 
 class SandboxDataPath:
@@ -46,18 +45,20 @@ class SandboxDataPath:
         kube: KubeFake,
         compute: ComputeFake,
         *,
+        project: str,
+        zone: str,
         keep_established: bool = True,
         poll_sec: float = 0.05,
         sync_sec: float = 0.05,
     ) -> None:
         self._kube = kube
-        self._sync_sec = sync_sec
+        self._project, self._zone, self._sync_sec = project, zone, sync_sec
         self._lock = threading.Lock()  # the maps below
         self._backends: dict[str, NodeBackends] = {}  # by Service "namespace/name"
         self._local: dict[str, frozenset[str] | None] = {}  # None: Cluster (every node)
         self._nodes: set[str] = set()  # seen, vanished ones included
         self._vanished: set[str] = set()
-        self._by_provider_id: dict[str, str] = {}
+        self._by_instance: dict[str, str] = {}  # VM URL path (projects/...) -> node
         self._seen_version = ""
         self._sync_lock = threading.Lock()
         self._stop = threading.Event()
@@ -92,13 +93,9 @@ class SandboxDataPath:
         return self.backends(frontend.service)
 
     def node_of(self, instance_url: str) -> str | None:
-        match = _INSTANCE.search(urlsplit(instance_url).path)
-        if match is None:
-            return None
-        project, zone, name = match.groups()
+        """The node whose VM the instance is (a deleted one included); None if none is."""
         with self._lock:
-            node = self._by_provider_id.get(f"gce://{project}/{zone}/{name}")
-            return node if node is not None else (name if name in self._nodes else None)
+            return self._by_instance.get(resource_path(instance_url))
 
     def listening(self) -> list[tuple[str, int]]:
         """Every listening socket of the data path and of every NodeBackends."""
@@ -173,9 +170,8 @@ class SandboxDataPath:
                 self._vanished |= gone
                 self._nodes |= nodes.keys()
                 for name, node in nodes.items():
-                    provider_id = (node.get("spec") or {}).get("providerID")
-                    if provider_id:
-                        self._by_provider_id[str(provider_id)] = name
+                    vm = instance_url(Node.model_validate(node), self._project, self._zone)
+                    self._by_instance[resource_path(vm)] = name
                 self._local = local
                 retired = [self._backends.pop(k) for k in set(self._backends) - services.keys()]
                 for key in services.keys() - self._backends.keys():
