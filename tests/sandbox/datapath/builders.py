@@ -6,15 +6,14 @@ did: answered by a node, timed out, reset or closed."""
 from __future__ import annotations
 
 import socket
-import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lbhc.sandbox.compute_fake import ComputeFake, HealthProber
 from lbhc.sandbox.compute_fake.probe_targets import PROBE_RANGES
 from lbhc.sandbox.datapath import DataPath, NodeBackends
-from lbhc.sandbox.streaming import StreamingServer
+from tests.sandbox.compute_fake.test_prober import InstanceServer, Resolver
 
 PROJECT, REGION, ZONE = "proj", "us-central1", "us-central1-a"
 COMPUTE = "https://www.googleapis.com/compute/v1/"
@@ -81,50 +80,21 @@ def data_path(
         yield path
 
 
-class HealthServers:
-    """One HTTP server per node answering the check's probes with the status the test sets
-    (200 until told otherwise); `resolve` is the prober's."""
-
-    def __init__(self, nodes: Iterable[str]) -> None:
-        self._lock = threading.Lock()
-        self._status = {node: 200 for node in nodes}
-        self._servers = {node: self._serve(node) for node in self._status}
-
-    def _serve(self, node: str) -> StreamingServer:
-        def dispatch(
-            method: str, path: str, headers: Mapping[str, str], body: bytes
-        ) -> tuple[int, Mapping[str, str], bytes]:
-            with self._lock:
-                return self._status[node], {"Content-Type": "text/plain"}, b"ok\n"
-
-        return StreamingServer(dispatch, f"health-{node}").start()
-
-    def set(self, node: str, status: int) -> None:
-        with self._lock:
-            self._status[node] = status
-
-    def resolve(self, instance: str, port: int) -> tuple[str, int] | None:
-        node = instance.rsplit("/", 1)[-1]
-        server = self._servers.get(node)
-        if server is None or port != 80:
-            return None
-        host, found = server.url.removeprefix("http://").rsplit(":", 1)
-        return host, int(found)
-
-    def stop(self) -> None:
-        for server in self._servers.values():
-            server.stop()
-
-
 @contextmanager
-def probed(fake: ComputeFake, nodes: Iterable[str]) -> Iterator[HealthServers]:
-    """The fake's real prober, probing health servers the test controls."""
-    servers = HealthServers(nodes)
+def probed(fake: ComputeFake, nodes: Iterable[str]) -> Iterator[dict[str, InstanceServer]]:
+    """The fake's real prober, probing one health server per node (answering 200 until a test
+    sets its `status`), as the prober's own tests do."""
+    servers: dict[str, InstanceServer] = {}
+    resolver = Resolver()
     try:
-        with HealthProber(fake, servers.resolve, time_scale=SCALE, rescan_sec=0.01):
+        for node in nodes:
+            servers[node] = InstanceServer()
+            resolver.route(instance_url(node), servers[node].address)
+        with HealthProber(fake, resolver, time_scale=SCALE, rescan_sec=0.01):
             yield servers
     finally:
-        servers.stop()
+        for server in servers.values():
+            server.stop()
 
 
 # -- a line client ----------------------------------------------------------------------------

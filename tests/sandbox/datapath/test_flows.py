@@ -148,7 +148,7 @@ def test_an_established_flow_whose_instance_turns_unhealthy(case: KeepCase) -> N
         wait_for(lambda: states(path) == {HEALTHY}, what="both instances HEALTHY")
         with connect(path.address(RULE)) as sock:
             node = ask(sock).node
-            health.set(node, 503)  # its /healthz fails: the prober marks it UNHEALTHY
+            health[node].status = 503  # its /healthz fails: the prober marks it UNHEALTHY
             url = instance_url(node)
             wait_for(lambda: states(path, url) == {UNHEALTHY}, what=f"{node} UNHEALTHY")
             assert states(path) == {HEALTHY, UNHEALTHY}
@@ -169,7 +169,7 @@ def test_fail_open_when_no_instance_is_healthy() -> None:
     fake = compute_fake(NODES, check=True)
     with probed(fake, NODES) as health, backends(NODES) as nodes, data_path(fake, nodes) as path:
         for node in NODES:
-            health.set(node, 503)
+            health[node].status = 503
         wait_for(lambda: states(path) == {UNHEALTHY}, what="every instance UNHEALTHY")
         answered = {one_exchange(path.address(RULE)).node for _ in range(30)}
         assert answered == set(NODES)
