@@ -3,8 +3,9 @@
 (DataPath).
 
 - Nodes: every Node gets a backend in every Service's NodeBackends as soon as it is seen; a
-  Node deleted from the apiserver (the autoscaler's delete, after its VM's) vanishes: its
-  connections are dropped from then on.
+  Node deleted from the apiserver vanishes: its connections are dropped from then on. So does
+  one whose VM is deleted first (`vanish`, as cluster-autoscaler deletes the VM through the
+  cloud provider before the cloud node lifecycle controller deletes the Node object).
 - Instance to node: each Node's VM as the cloud provider derives it (lbhc.model.cloud
   instance_url: from its providerID gce://PROJECT/ZONE/NAME, else a VM of its name in the
   cluster's zone). A deleted node's VM is remembered: its instance stays in the pools until
@@ -105,6 +106,17 @@ class SandboxDataPath:
         for each in backends:
             found += each.listening().values()
         return found
+
+    def vanish(self, node: str) -> None:
+        """The node's VM is gone (cluster-autoscaler deletes it through the cloud provider
+        before the Node object goes): every Service's NodePort on it drops connections from
+        now on, while its instance may still be a member of the load balancers. A node whose
+        Node object is deleted vanishes by itself."""
+        with self._lock:
+            self._vanished.add(node)
+            every = list(self._backends.values())
+        for each in every:
+            each.vanish(node)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

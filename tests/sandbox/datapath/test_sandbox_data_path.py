@@ -14,7 +14,7 @@ import pytest
 from lbhc.sandbox.datapath import SandboxDataPath
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec, node_name
-from tests.sandbox.datapath.builders import ask, connect, one_exchange
+from tests.sandbox.datapath.builders import Answer, ask, connect, one_exchange, still_open
 from tests.waiting import wait_for
 
 SPEC = SandboxSpec(nodes=3, services=1, local_services=0)  # web-0, legacy-1, rbs-2, ilb-3, ...
@@ -129,3 +129,24 @@ def test_a_local_service_is_answered_only_where_it_has_a_ready_endpoint() -> Non
         )
         for node in (node_name(0), unready):  # kube-proxy drops it there
             assert one_exchange(backends.address(node)).failure == "timeout"
+
+
+def test_a_vm_deleted_before_its_node_drops_flows_until_the_cut_resets_them(
+    sandbox: Sandbox,
+) -> None:
+    """The autoscaler's order: the VM goes first (its flows dropped while it is still a
+    member), the Node object later (then the node sync cuts it, and the flow is reset)."""
+    path = data_path(sandbox)
+    rule = sandbox.load_balancer_name(SPEC.namespace, "web-0")
+    with connect(path.address(rule)) as sock:
+        victim = ask(sock).node
+        path.vanish(victim)  # deleted through the cloud provider; its Node stays
+        assert ask(sock) == Answer(failure="timeout")
+        assert still_open(sock) and victim in members(sandbox, rule)
+        sandbox.kube.delete("Node", None, victim)  # the lifecycle controller's next look
+        wait_for(lambda: victim not in members(sandbox, rule), timeout=20, what=f"{victim} cut")
+        wait_for(lambda: not still_open(sock), what="the flow reset once its instance was cut")
+        assert ask(sock) == Answer(failure="reset")
+        port = sock.getsockname()[1]
+    flow = next(f for f in path.flows() if f.client_port == port)
+    assert (flow.node, flow.outcome) == (victim, "reset")
