@@ -7,8 +7,8 @@ before use: `bind_loopback` refuses any other address, and checks what the kerne
 bound, so a change elsewhere (a host taken from configuration, a wildcard) fails loudly
 instead of exposing a port.
 
-`reset` ends a connection as a host without state for it does: a TCP RST rather than a FIN
-(SO_LINGER on with a zero timeout makes close() abort the connection, see socket(7)).
+`abort_on_close` makes a connection end as a host without state for it ends it: a TCP RST
+rather than a FIN (SO_LINGER on with a zero timeout makes close() abort it, see socket(7)).
 """
 
 from __future__ import annotations
@@ -72,10 +72,3 @@ def abort_on_close(sock: socket.socket | object) -> None:
         return
     with contextlib.suppress(OSError):
         setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ABORT)
-
-
-def reset(sock: socket.socket) -> None:
-    """Close `sock` with a RST: its peer's next read raises ConnectionResetError."""
-    abort_on_close(sock)
-    with contextlib.suppress(OSError):
-        sock.close()
