@@ -4,8 +4,9 @@ provider would have made) with its HTTP health prober behind getHealth (target p
 backend services alike), one emulated kube-proxy health server per node, the kubelet's
 readiness probing of kube-proxy Pods, and the service controller's load-balancer lifecycle,
 as the legacy or the current GCE cloud provider does it (SandboxSpec.cloud_provider); the
-current profile adds GKE's ingress-gce L4 controllers and the nodes' VMs. `lbhc sandbox`
-serves it; `lbhc demo` and tests drive it.
+current profile adds GKE's ingress-gce L4 controllers and the nodes' VMs; with
+SandboxOptions.data_path, the load balancers' data path too (lbhc.sandbox.datapath). `lbhc
+sandbox` serves it; `lbhc demo` and tests drive it.
 
 In the current profile the emulated controllers make the backend-service load balancers
 themselves, in their first pass, before the sandbox is handed over: with operations
@@ -26,6 +27,7 @@ from lbhc.model.cloud import instance_url
 from lbhc.model.cluster import Node, Service
 from lbhc.sandbox.cloud_provider import provision_load_balancers
 from lbhc.sandbox.compute_fake import ComputeFake, ComputeFakeServer, HealthProber
+from lbhc.sandbox.datapath import SandboxDataPath
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
 from lbhc.sandbox.kubelet import KubeletEmulator
@@ -57,6 +59,11 @@ class SandboxOptions:
     # node address; 0 takes one shared ephemeral port from the start, so sandboxes in other
     # processes never make the fleet move every server mid-run.
     kube_proxy_port: int | None = None
+    # The emulated load-balancer data path (lbhc.sandbox.datapath): a loopback listener per
+    # forwarding rule relaying to the nodes' NodePorts, following pools, health and Nodes.
+    # Off by default: nothing else listens or changes without it.
+    data_path: bool = False
+    data_path_keep_established: bool = True  # established flows stay on an UNHEALTHY member
 
     def __post_init__(self) -> None:
         if not 0 < self.time_scale <= 1:
@@ -79,6 +86,7 @@ class Sandbox:
         self.fleet: KubeProxyFleet | None = None
         self.prober: HealthProber | None = None
         self.service_controller: ServiceControllerEmulator | None = None
+        self.data_path: SandboxDataPath | None = None  # with SandboxOptions.data_path
         self.kubeconfig = Path()
         # Today's GCE cloud provider's configuration (the current profile); None in legacy.
         uid, spec = self.spec.cluster_uid, self.spec
@@ -162,6 +170,16 @@ class Sandbox:
         if self.provider is not None:
             self._made_before_handover(self.service_controller)
         self.service_controller.start()
+        if options.data_path:  # after the first pass: the load balancers exist
+            self.data_path = stack.enter_context(
+                SandboxDataPath(
+                    self.kube,
+                    self.compute,
+                    project=spec.project,
+                    zone=spec.zone,
+                    keep_established=options.data_path_keep_established,
+                )
+            )
 
     def _made_before_handover(self, controller: ServiceControllerEmulator) -> None:
         """The controllers' first pass, operations completing at once; then the journal is

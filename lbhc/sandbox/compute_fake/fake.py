@@ -125,6 +125,12 @@ class ComputeFake(LoadBalancerSeeding):
         with self._store.lock:
             self._store.instance_health[url] = state
 
+    def instance_health_override(self, instance_url: str) -> str | None:
+        """The state set_instance_health gave this instance (its canonical URL), if any: what
+        getHealth falls back to when the health source has no answer."""
+        with self._store.lock:
+            return self._store.instance_health.get(instance_url)
+
     # -- dispatch ------------------------------------------------------------------------------
 
     def handle(
