@@ -49,6 +49,9 @@ class DemoOptions:
     services: int = 3
     step_timeout: float = 60.0
     cloud_provider: str = "current"  # or "legacy": the old world, with no check on any pool
+    # Then the same scale-down under client load through each kind of pool, counting the
+    # connections it breaks (lbhc.demo.connections), at the same time scale.
+    connections: bool = True
 
 
 class Demo:
@@ -105,6 +108,8 @@ class Demo:
             self.summary.gce_mutations = sum(
                 1 for e in self.sandbox.compute.mutating_requests() if e.client_id == IDENTITY
             )
+        if self.options.connections and self.summary.ok:  # sandboxes of its own, after this one
+            self._run_step("connections", self.step_connections, settings)
         # The demo's sandbox, and the kubeconfig it wrote, are gone by now: point at the command
         # that serves the same world and stays up, rather than at a path that no longer exists.
         self.timeline.summary(
@@ -310,6 +315,24 @@ class Demo:
             f"lbhc's verdict verified against GCE's own view: {victim} read UNHEALTHY (or out) "
             "by the controller's getHealth in each class of load balancers holding it, target "
             "pools and backend services alike"
+        )
+
+    def step_connections(self, _settings: Settings) -> None:
+        from lbhc.demo.connections import ComparisonOptions, compare, explain, render_table
+
+        options = ComparisonOptions(
+            time_scale=self.options.time_scale,
+            operation_latency=self.options.operation_latency,
+            step_timeout=self.options.step_timeout,
+        )
+        self.summary.connections = compare(options, say=self.timeline.say)
+        self.timeline.table(render_table(self.summary.connections))
+        for line in explain(self.summary.connections, self.options.time_scale):
+            self.timeline.say(line)
+        by_name = {run.name: run.counts for run in self.summary.connections}
+        check(
+            by_name["with-lbhc"].failed == 0,
+            "with a delete delay over the drain bound, lbhc's check fails no new connection",
         )
 
     def _backends_let_go(self, victim: str, timeout: float) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from lbhc.demo.connections import ConnectionRun
 
 
 @dataclass
@@ -36,6 +39,7 @@ class DemoSummary:
     # (a race the Services' deletion starts: nothing is left to detach there).
     removed_before_detach: int = 0
     steps: list[StepResult] = field(default_factory=list)
+    connections: list[ConnectionRun] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -58,6 +62,7 @@ class DemoSummary:
             "pools_covered_by_cloud_provider": self.covered_by_cloud_provider,
             "pools_removed_before_detach": self.removed_before_detach,
             "steps": [step.to_json() for step in self.steps],
+            "connections": {run.name: run.counts.to_json() for run in self.connections},
         }
 
 
@@ -74,6 +79,11 @@ class Timeline:
     def say(self, message: str) -> None:
         if self._out is not None:
             print(f"[{self.elapsed():6.2f}s] {message}", file=self._out, flush=True)
+
+    def table(self, text: str) -> None:
+        """A block of lines under the last stamped one, as it is."""
+        if self._out is not None:
+            print(text, file=self._out, flush=True)
 
     def summary(self, summary: DemoSummary, then: str = "") -> None:
         """The summary, and `then` (what to do next) after it."""

@@ -238,6 +238,15 @@ class Sandbox:
         """Pools the service controller deleted with their Service, in order."""
         return [] if self.service_controller is None else self.service_controller.deleted_pools
 
+    def delete_vm(self, node: str) -> None:
+        """The node's VM is deleted, as the autoscaler does through the cloud provider before
+        the Node object goes (lbhc.sandbox.autoscaler): its kube-proxy stops answering health
+        checks, and its NodePorts stop answering connections (dropped, with the data path)."""
+        if self.fleet is not None:
+            self.fleet.vm_gone(node)
+        if self.data_path is not None:
+            self.data_path.vanish(node)
+
     def load_balancer_name(self, namespace: str, name: str) -> str:
         """The Service's load balancer name (its pool, its rule, a Local one's check)."""
         obj = self.kube.get("Service", namespace, name)

@@ -109,6 +109,7 @@ class KubeProxyFleet:
         self._nodes: frozenset[str] = frozenset()
         self._stale_since: dict[str, datetime] = {}  # broken proxier: when it last synced
         self._retired_requests: dict[str, int] = {}
+        self._gone: set[str] = set()  # nodes whose VM was deleted: nothing answers there
         self._lock = threading.Lock()  # the maps above
         self._sync_lock = threading.Lock()  # one sync at a time
         self._stop = threading.Event()
@@ -237,6 +238,9 @@ class KubeProxyFleet:
         versions: dict[str, Version | None] = dict(self._versions(set(nodes)))
         if self._cilium_serves_healthz():
             versions.update({name: None for name in nodes if name not in versions})
+        with self._lock:
+            for name in self._gone:
+                versions.pop(name, None)
         wanted = self._plan_hosts(nodes, versions)
         with self._lock:
             self._nodes = frozenset(nodes)
@@ -250,6 +254,14 @@ class KubeProxyFleet:
             if wanted.get(name) != current:
                 self._stop_server(name)
         self._start_missing(wanted)
+
+    def vm_gone(self, node_name: str) -> None:
+        """The node's VM was deleted (the autoscaler's delete, before the Node object goes):
+        its kube-proxy stops answering at once and is not started again, so health checks
+        probing it fail as they do against a VM that no longer exists."""
+        with self._lock:
+            self._gone.add(node_name)
+        self._stop_server(node_name)
 
     def _cilium_serves_healthz(self) -> bool:
         """Cilium runs as the kube-proxy replacement and its healthz bind address is set."""

@@ -1,0 +1,351 @@
+"""What a scale-down costs clients, measured: the same node scaled down under client load
+through the sandbox's emulated load-balancer data path, for three kinds of target pool, with
+the autoscaler's delete delay long enough for a check to drain the node, then at its 5 s
+default.
+
+- `without-check`: a pool made by a cloud provider older than the nodes check, left alone
+  (the old world, and what lbhc is there to fix);
+- `upstream`: a pool as today's cloud provider makes it, with its nodes check and the
+  firewall it pins for it;
+- `with-lbhc`: a pool made without a check, to which lbhc attached its own.
+
+`with-lbhc` and `upstream` share a sandbox (lbhc leaves the cloud provider's pools alone);
+`without-check` runs in a sandbox of its own, without lbhc, at the same time: the same
+victim, the same schedule, both scaled down by the same emulated autoscaler
+(lbhc.sandbox.autoscaler). Counted per pool: new connections attempted, completed and
+failed; and `cut`, long-lived connections established before the scale-down that broke (a
+target pool has no connection draining: a health check cannot save them)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lbhc.controller.app import ControllerApp, RunOptions
+from lbhc.demo.observe import wait_until
+from lbhc.model.cluster import Service
+from lbhc.planner.names import target_pool_name
+from lbhc.sandbox.autoscaler import DEFAULT_DELETE_DELAY_SEC, ScaleDown, ScaleDownTimes
+from lbhc.sandbox.loadgen import LoadGenerator, LoadReport, LoadSpec
+from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
+from lbhc.sandbox.seed import SandboxSpec, node_name
+from lbhc.settings import Settings, load_settings
+
+KINDS = ("without-check", "upstream", "with-lbhc")
+IDENTITY = "lbhc-demo-connections"
+# A default legacy check drains in interval x (unhealthy threshold + 1) = 32 s; the long
+# delay leaves a margin over it, as an operator raising --node-delete-delay-after-taint would.
+LONG_DELETE_DELAY_SEC = 45.0
+WARM_UP_SEC = 4.0  # real seconds of load before the taint, scaled like the rest
+AFTER_SEC = 8.0  # real seconds of load after the Node object is gone, scaled
+
+
+@dataclass(frozen=True)
+class ConnectionCounts:
+    attempted: int
+    completed: int
+    failed: int
+    cut: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "attempted": self.attempted,
+            "completed": self.completed,
+            "failed": self.failed,
+            "cut": self.cut,
+        }
+
+
+@dataclass(frozen=True)
+class ConnectionRun:
+    """One kind of pool through one scale-down."""
+
+    kind: str
+    delete_delay: float  # real seconds (--node-delete-delay-after-taint)
+    counts: ConnectionCounts
+
+    @property
+    def name(self) -> str:
+        """`with-lbhc`, or `with-lbhc-delay-5s` for the runs at the autoscaler's default."""
+        if self.delete_delay == DEFAULT_DELETE_DELAY_SEC:
+            return f"{self.kind}-delay-{self.delete_delay:g}s"
+        return self.kind
+
+
+@dataclass(frozen=True)
+class ComparisonOptions:
+    time_scale: float = 0.25
+    operation_latency: float = 0.05
+    nodes: int = 3
+    load: LoadSpec = field(
+        default_factory=lambda: LoadSpec(rate_per_sec=20, duration_sec=1, long_lived=6)
+    )
+    delays: tuple[float, ...] = (LONG_DELETE_DELAY_SEC, DEFAULT_DELETE_DELAY_SEC)
+    step_timeout: float = 60.0
+
+
+@dataclass
+class _World:
+    """One sandbox, the pools it is measured through, lbhc when it runs there."""
+
+    sandbox: Sandbox
+    pools: dict[str, str]  # kind -> pool (and forwarding rule) name
+    app: ControllerApp | None = None
+    thread: threading.Thread | None = None
+
+
+def compare(
+    options: ComparisonOptions, say: Callable[[str], None] = lambda _: None
+) -> list[ConnectionRun]:
+    runs: list[ConnectionRun] = []
+    # lbhc judges drain time in real seconds (DeletedBeforeDrained: gone before interval x
+    # (unhealthy threshold + 1)), while the sandbox's checks run at the time scale: its
+    # warning that a node went too early is about a clock these runs do not keep.
+    timing = logging.getLogger("lbhc.controller.drain_timing")
+    quiet = logging.Filter("nothing")  # a name no record has: drops every record
+    timing.addFilter(quiet)
+    try:
+        for delay in options.delays:
+            runs += _scale_down_at(delay, options, say)
+    finally:
+        timing.removeFilter(quiet)
+    return runs
+
+
+def _scale_down_at(
+    delay: float, options: ComparisonOptions, say: Callable[[str], None]
+) -> list[ConnectionRun]:
+    with_lbhc = _World(_sandbox(options), {})
+    without = _World(_sandbox(options), {})
+    with with_lbhc.sandbox, without.sandbox:
+        with_lbhc.pools = {
+            "upstream": _pool_of(with_lbhc.sandbox, "web-0"),
+            "with-lbhc": _pool_of(with_lbhc.sandbox, _legacy(with_lbhc.sandbox)),
+        }
+        without.pools = {"without-check": _pool_of(without.sandbox, _legacy(without.sandbox))}
+        try:
+            _start_lbhc(with_lbhc, options)
+            for world in (with_lbhc, without):
+                _wait_ready(world, options)
+            reports = _measure(delay, options, (with_lbhc, without), say)
+        finally:
+            _stop_lbhc(with_lbhc)
+    found = {kind: counts for report in reports for kind, counts in _counts(report).items()}
+    return [ConnectionRun(kind, delay, found[kind]) for kind in KINDS]
+
+
+def _sandbox(options: ComparisonOptions) -> Sandbox:
+    spec = SandboxSpec(
+        nodes=options.nodes,
+        services=1,
+        local_services=0,
+        cloud_provider="current",
+        backend_service_lbs=False,
+    )
+    return Sandbox(
+        SandboxOptions(
+            spec=spec,
+            time_scale=options.time_scale,
+            operation_latency=options.operation_latency,
+            kube_proxy_port=0,  # two sandboxes in one process: one ephemeral port each
+            data_path=True,
+        )
+    )
+
+
+def _legacy(sandbox: Sandbox) -> str:
+    """The Service whose pool the cloud provider made before it had the nodes check."""
+    names = [str(o["metadata"]["name"]) for o in sandbox.kube.objects("Service")]
+    return next(name for name in names if name.startswith("legacy-"))
+
+
+def _pool_of(sandbox: Sandbox, service: str) -> str:
+    obj = sandbox.kube.get("Service", sandbox.spec.namespace, service)
+    return target_pool_name(Service.model_validate(obj).metadata.uid)
+
+
+def _settings(sandbox: Sandbox, scale: float) -> Settings:
+    spec = sandbox.spec
+    return load_settings(
+        project=spec.project,
+        region=spec.region,
+        node_tags="gke-sandbox-node",
+        gce_endpoint=sandbox.compute_url,
+        kubeconfig=str(sandbox.kubeconfig),
+        lb_health_reads_per_minute=min(1500, round(30 / scale)),
+        lb_health_sample_sec=60 * scale,
+    )
+
+
+def _start_lbhc(world: _World, options: ComparisonOptions) -> None:
+    run = RunOptions(identity=IDENTITY, http_address="127.0.0.1:0", leader_elect=False)
+    world.app = ControllerApp(_settings(world.sandbox, options.time_scale), run)
+    world.thread = threading.Thread(target=world.app.run, name="lbhc-connections", daemon=True)
+    world.thread.start()
+
+
+def _stop_lbhc(world: _World) -> None:
+    if world.app is not None:
+        world.app.stop()
+    if world.thread is not None:
+        world.thread.join(15)
+
+
+def _wait_ready(world: _World, options: ComparisonOptions) -> None:
+    """Every pool that carries a check carries it, and calls every node HEALTHY; every
+    forwarding rule has its listener."""
+    sandbox, timeout = world.sandbox, options.step_timeout
+    spec = sandbox.spec
+    data_path = sandbox.data_path
+    assert data_path is not None
+    for kind, pool in world.pools.items():
+        wait_until(lambda p=pool: data_path.address(p), timeout, f"{kind}'s listener")  # type: ignore[misc]
+        if kind == "without-check":
+            continue
+        wait_until(
+            lambda p=pool: sandbox.compute.target_pools(spec.project, spec.region)[p].get(  # type: ignore[misc]
+                "healthChecks"
+            ),
+            timeout,
+            f"a check on the {kind} pool",
+        )
+        wait_until(
+            lambda p=pool: _all_healthy(sandbox, p),  # type: ignore[misc]
+            timeout,
+            f"every node HEALTHY in the {kind} pool",
+        )
+
+
+def _all_healthy(sandbox: Sandbox, pool_name: str) -> bool:
+    spec = sandbox.spec
+    pool = sandbox.compute.target_pools(spec.project, spec.region)[pool_name]
+    prober = sandbox.prober
+    assert prober is not None
+    members = pool.get("instances") or []
+    return bool(members) and all(prober.health(pool, url) == "HEALTHY" for url in members)
+
+
+def _measure(
+    delay: float,
+    options: ComparisonOptions,
+    worlds: Sequence[_World],
+    say: Callable[[str], None],
+) -> list[LoadReport]:
+    """Load through every pool of both worlds, the same node scaled down in both, at once."""
+    scale = options.time_scale
+    victim = node_name(1)
+    span = (WARM_UP_SEC + delay + 5.0 + AFTER_SEC) * scale  # 5.0: the lifecycle controller
+    spec = LoadSpec(
+        rate_per_sec=options.load.rate_per_sec,
+        duration_sec=span,
+        long_lived=options.load.long_lived,
+        ping_interval_sec=max(0.05, 1.0 * scale),
+        connect_timeout_sec=max(0.2, 2.0 * scale),
+        response_timeout_sec=max(0.2, 2.0 * scale),
+    )
+    generators = []
+    for world in worlds:
+        data_path = world.sandbox.data_path
+        assert data_path is not None
+        targets = {kind: data_path.address(pool) for kind, pool in world.pools.items()}
+        generators.append(LoadGenerator({k: a for k, a in targets.items() if a}, spec).start())
+    time.sleep(WARM_UP_SEC * scale)  # the load's own schedule: warm-up before the taint
+    times: list[ScaleDownTimes] = []
+
+    def scale_down(sandbox: Sandbox) -> None:
+        scaler = ScaleDown(sandbox.kube, sandbox.delete_vm, time_scale=scale)
+        times.append(scaler.run(victim, delay))
+
+    threads = [
+        threading.Thread(target=scale_down, args=(world.sandbox,), name=f"scale-down-{i}")
+        for i, world in enumerate(worlds)
+    ]
+    say(
+        f"scale-down of {victim} with --node-delete-delay-after-taint={delay:g}s, under "
+        f"{spec.rate_per_sec:g} new connections/s and {spec.long_lived} long-lived per pool"
+    )
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(options.step_timeout + delay * scale)
+    return [generator.wait(options.step_timeout) for generator in generators]
+
+
+def _counts(report: LoadReport) -> dict[str, ConnectionCounts]:
+    found = {}
+    for target in report.targets:
+        # Skipped (over the in-flight cap) and stopped (cut by the end of the run) attempts
+        # were never the load balancer's to serve.
+        short = [
+            a
+            for a in report.attempts
+            if a.target == target and a.kind == "short" and a.outcome not in ("skipped", "stopped")
+        ]
+        long = [a for a in report.attempts if a.target == target and a.kind == "long"]
+        completed = sum(1 for a in short if a.outcome == "completed")
+        found[target] = ConnectionCounts(
+            attempted=len(short),
+            completed=completed,
+            failed=len(short) - completed,
+            cut=sum(1 for a in long if a.cut),
+        )
+    return found
+
+
+def drain_bound_seconds_default() -> float:
+    """How long lbhc's default check takes to call a node UNHEALTHY at most: interval x
+    (unhealthy threshold + 1), the bound the long delay must exceed."""
+    from lbhc.settings.groups import HealthCheckSettings
+
+    check = HealthCheckSettings()
+    return float(check.check_interval_sec * (check.unhealthy_threshold + 1))
+
+
+def render_table(runs: Sequence[ConnectionRun]) -> str:
+    header = (
+        f"{'run':<28} {'delete delay':>12} {'attempted':>9} {'completed':>9} {'failed':>6} "
+        f"{'cut':>4}"
+    )
+    rows = [header]
+    for run in runs:
+        c = run.counts
+        rows.append(
+            f"{run.name:<28} {run.delete_delay:>11g}s {c.attempted:>9} {c.completed:>9} "
+            f"{c.failed:>6} {c.cut:>4}"
+        )
+    return "\n".join(rows)
+
+
+def connections_json(runs: Sequence[ConnectionRun]) -> dict[str, Any]:
+    return {run.name: run.counts.to_json() for run in runs}
+
+
+def explain(runs: Sequence[ConnectionRun], time_scale: float) -> list[str]:
+    """What the table shows: what a check prevents, what it cannot, and what fixes the rest."""
+    bound = drain_bound_seconds_default()
+    long = [run for run in runs if run.delete_delay > bound]
+    short = [run for run in runs if run.delete_delay <= bound]
+    lines = []
+    if long:
+        failed = {run.kind: run.counts.failed for run in long}
+        lines.append(
+            f"delete delay {long[0].delete_delay:g}s, over the drain bound ({bound:g}s; "
+            f"{bound * time_scale:g}s at time scale {time_scale:g}): new connections failed "
+            + ", ".join(f"{kind} {n}" for kind, n in failed.items())
+            + "; a /healthz check took the node out of new connections before its VM went"
+        )
+    lines.append(
+        "cut: long-lived connections already on the node when its VM went; a target pool "
+        "has no connection draining, so no health check can save them"
+    )
+    if short:
+        lines.append(
+            f"delete delay {short[0].delete_delay:g}s (cluster-autoscaler's default): no check "
+            f"can mark the node UNHEALTHY in time; give --node-delete-delay-after-taint "
+            f"{bound:g}s or more"
+        )
+    return lines
