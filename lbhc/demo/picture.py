@@ -45,10 +45,9 @@ OUTCOME_STYLES = {
     "failed": ("#d50000", "x"),
     "reset": ("#ff6d00", "triangle-up"),
     "refused": ("#6a1b9a", "square"),
-    "timed-out": ("#795548", "diamond"),
-    "cut": ("#000000", "star"),
+    "timed-out": ("sienna", "diamond"),
+    "cut": ("black", "star"),
 }
-assert set(STATE_COLOURS) == set(HEALTH_STATES) and set(OUTCOME_STYLES) == set(OUTCOMES)
 
 ROW_PIXELS = 26  # per band or connection row
 PANEL_PIXELS = 110  # per panel: its title, its time axis, the space between panels

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from lbhc.controller.app import ControllerApp, RunOptions
@@ -49,6 +50,10 @@ class DemoOptions:
     services: int = 3
     step_timeout: float = 60.0
     cloud_provider: str = "current"  # or "legacy": the old world, with no check on any pool
+    # HOOK, not used yet: where the demo's runs will be drawn, with
+    # lbhc.demo.picture.write_timeline(traces, timeline), once the demo records them
+    # (lbhc demo --timeline FILE; the CLI has checked the path and that plotly imports).
+    timeline: Path | None = None
 
 
 class Demo:

@@ -12,8 +12,17 @@ from typing import Any
 
 import pytest
 
-from lbhc.demo.picture import DIV_ID, Band, panels, write_timeline
+from lbhc.demo.picture import (
+    DIV_ID,
+    LEGEND,
+    OUTCOME_STYLES,
+    STATE_COLOURS,
+    Band,
+    panels,
+    write_timeline,
+)
 from lbhc.demo.trace import (
+    HEALTH_STATES,
     HEALTHY,
     OUT,
     OUTCOMES,
@@ -72,6 +81,12 @@ TABLE = [
 
 
 # ---- the layout ------------------------------------------------------------------------
+
+
+def test_every_state_and_outcome_has_its_own_style_and_legend_place() -> None:
+    assert set(STATE_COLOURS) == set(HEALTH_STATES) and set(OUTCOME_STYLES) == set(OUTCOMES)
+    assert len(set(OUTCOME_STYLES.values())) == len(OUTCOMES)
+    assert len(set(LEGEND)) == len(HEALTH_STATES) + len(OUTCOMES)
 
 
 def test_the_layout_merges_repeated_states_into_bands_per_load_balancer_and_node() -> None:
