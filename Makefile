@@ -80,7 +80,8 @@ clean:
 .PHONY: try bench demo chaos
 # The real controller against a local sandbox, through a scale-down scenario. On a fresh
 # clone the first run installs lbhc and its dependencies into .venv (about a minute without a
-# pip cache: 52 to 60 s measured on two cores, where the full install took 63 to 95 s), then
+# pip cache: 52 to 60 s measured on two cores, where the full install took 63 to 95 s; the
+# sandbox extra's plotly, for the demo's timeline, adds 6 to 9 s of that), then
 # the demo runs in about 25 s (26 to 27 s measured); later runs skip the install.
 demo: $(DEMO_STAMP)
 	$(BIN)/lbhc demo

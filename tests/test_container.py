@@ -81,6 +81,19 @@ def test_the_lock_pins_every_runtime_dependency_within_pyproject() -> None:
         assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} vs {spec}"
 
 
+def test_the_sandbox_extra_stays_out_of_the_image() -> None:
+    """The image installs only the lock: a package of the sandbox extra (the demo's plotly)
+    pinned there would ship in every controller image."""
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["sandbox"]
+    assert extra, "the sandbox extra is empty: nothing to keep out"
+    pins = lock()
+    for spec in extra:
+        name = canonicalize_name(Requirement(spec).name)
+        assert name not in pins, f"requirements.lock pins {name}, of the sandbox extra"
+
+
 def test_dockerignore_lets_in_only_what_the_build_copies() -> None:
     ignore = (ROOT / ".dockerignore").read_text().split()
     assert ignore[ignore.index("*")] == "*"

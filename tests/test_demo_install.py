@@ -1,7 +1,7 @@
 """`make demo` installs what the demo needs and no more: lbhc with the sandbox extra, never the
 test extra, and nothing at all after a full install (make test, make venv). The demo's code
-runs on lbhc's runtime dependencies alone (requirements.lock), with every test-only package
-made unimportable."""
+runs on lbhc's runtime dependencies (requirements.lock) and the sandbox extra alone, with every
+test-only package made unimportable; without the extra, the demo's picture says how to get it."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,13 +74,48 @@ def test_a_version_bump_reinstalls(make_dir: Path) -> None:
         assert any("pip install" in line for line in dry_run(make_dir, target)), target
 
 
-def test_the_demo_runs_without_any_test_only_package() -> None:
+def sandbox_extra() -> set[str]:
+    """The sandbox extra's packages and everything they need, as installed here."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    todo = [Requirement(spec) for spec in project["optional-dependencies"]["sandbox"]]
+    found: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name in found or (requirement.marker and not requirement.marker.evaluate()):
+            continue
+        found.add(name)
+        for spec in metadata.requires(name) or []:
+            child = Requirement(spec)
+            if child.marker is None or child.marker.evaluate({"extra": ""}):
+                todo.append(child)
+    return found
+
+
+def blocking(blocked: list[str]) -> str:
+    """Python that makes the top-level modules `blocked` unimportable, as if not installed."""
+    return f"""
+import importlib.abc, sys
+BLOCKED = frozenset({blocked!r})
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (hidden)", name=name)
+        return None
+sys.meta_path.insert(0, Absent())
+"""
+
+
+def test_the_demo_runs_without_any_test_only_package(tmp_path: Path) -> None:
+    """On the lock and the sandbox extra alone: the sandbox serves, and a timeline is drawn."""
     locked = {
         canonicalize_name(line.split("==", 1)[0])
         for line in (ROOT / "requirements.lock").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     }
-    allowed = locked | {"lbhc"}
+    extra = sandbox_extra()
+    assert "plotly" in extra
+    allowed = locked | extra | {"lbhc"}
     blocked = sorted(
         module
         for module, distributions in metadata.packages_distributions().items()
@@ -86,22 +123,28 @@ def test_the_demo_runs_without_any_test_only_package() -> None:
     )
     # The block is not empty: the test extra is installed here, and these are in it.
     assert {"responses", "pytest", "hypothesis"} <= set(blocked), blocked
-    script = f"""
-import importlib.abc, sys
-BLOCKED = frozenset({blocked!r})
-class TestOnly(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in BLOCKED:
-            raise ModuleNotFoundError(f"No module named {{name!r}} (test-only)", name=name)
-        return None
-sys.meta_path.insert(0, TestOnly())
+    picture = tmp_path / "timeline.html"
+    script = (
+        blocking(blocked)
+        + f"""
+from pathlib import Path
 from lbhc.cli import main
+from lbhc.demo.picture import write_timeline
 from lbhc.demo.scenario import DemoOptions, demo_spec
+from lbhc.demo.trace import ConnectionPoint, HealthPoint, Mark, RunTrace
 from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 with Sandbox(SandboxOptions(spec=demo_spec(DemoOptions()), kube_proxy_port=0)) as sandbox:
     print(sandbox.usage().splitlines()[0])
+run = RunTrace(
+    "with-lbhc",
+    (HealthPoint(0, "node-1", "web-0", "HEALTHY"),),
+    (ConnectionPoint(0, 1, "completed", "node-1", "short"),),
+    (Mark(0.5, "tainted"),),
+)
+write_timeline([run], Path({str(picture)!r}))
 sys.exit(main(["sandbox", "--help"]))
 """
+    )
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -109,3 +152,39 @@ sys.exit(main(["sandbox", "--help"]))
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("kube-apiserver fake: http://127.0.0.1:"), done.stdout
+    assert "with-lbhc" in picture.read_text(encoding="utf-8")
+
+
+def test_without_the_sandbox_extra_the_timeline_says_how_to_install_it(tmp_path: Path) -> None:
+    """plotly hidden, as in an install without the extra: lbhc and the picture module still
+    import, `lbhc demo --timeline` stops before the demo runs with one line naming the
+    install command (exit 2), and so does write_timeline."""
+    picture = tmp_path / "timeline.html"
+    script = (
+        blocking(["plotly"])
+        + f"""
+from pathlib import Path
+from lbhc.cli import main
+from lbhc.demo.picture import write_timeline
+from lbhc.demo.trace import RunTrace
+from lbhc.errors import SetupError
+code = main(["demo", "--timeline", {str(picture)!r}])
+try:
+    write_timeline([RunTrace("run", (), (), ())], Path({str(picture)!r}))
+except SetupError as exc:
+    print("write_timeline:", exc)
+sys.exit(code)
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("lbhc: error: drawing the demo's timeline needs plotly"), line
+    assert "pip install 'lbhc[sandbox]'" in line
+    (said,) = [out for out in done.stdout.splitlines() if out.startswith("write_timeline:")]
+    assert "pip install 'lbhc[sandbox]'" in said
+    assert not picture.exists()

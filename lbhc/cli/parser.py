@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -258,6 +259,31 @@ def _sandbox_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     _timing_flags(demo, time_scale=0.25, latency=0.05)
     _output_flag(demo)
+    demo.add_argument(
+        "--timeline",
+        type=_timeline_file,
+        metavar="FILE",
+        help="also write the picture of the runs to FILE (.html): each node's health per load "
+        "balancer over time, every client connection's outcome, the scale-down's events; one "
+        "self-contained page that opens in a browser without network access (needs the "
+        "sandbox extra's plotly) (default: none written)",
+    )
+
+
+def _timeline_file(text: str) -> Path:
+    """--timeline's FILE, refused before the demo runs rather than after: an .html file in
+    a directory that exists and is writable, not a directory itself."""
+    path = Path(text)
+    if path.suffix.lower() != ".html":
+        raise argparse.ArgumentTypeError(f"{text!r}: the timeline is an HTML page, name it *.html")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+    parent = path.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: no directory {str(parent)!r} to write it in")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: directory {str(parent)!r} is not writable")
+    return path
 
 
 def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:

@@ -68,11 +68,16 @@ def demo(args: argparse.Namespace) -> int:
     require_sandbox()
     from lbhc.demo.scenario import DemoOptions, run_demo
 
+    if args.timeline is not None:
+        from lbhc.demo.picture import require_plotly
+
+        require_plotly()  # now, not after the runs: they would be lost for want of a library
     try:
         options = DemoOptions(
             time_scale=args.time_scale,
             operation_latency=args.operation_latency,
             cloud_provider=args.cloud_provider,
+            timeline=args.timeline,
         )
         summary = run_demo(options, out=None if args.output == "json" else sys.stdout)
     except ValueError as exc:

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from lbhc.controller.app import ControllerApp, RunOptions
@@ -52,6 +53,9 @@ class DemoOptions:
     # Then the same scale-down under client load through each kind of pool, counting the
     # connections it breaks (lbhc.demo.connections), at the same time scale.
     connections: bool = True
+    # Where to draw those runs (lbhc demo --timeline FILE; the CLI has checked the path and
+    # that plotly imports): lbhc.demo.picture.write_timeline.
+    timeline: Path | None = None
 
 
 class Demo:
