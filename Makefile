@@ -82,7 +82,8 @@ clean:
 # clone the first run installs lbhc and its dependencies into .venv (about a minute without a
 # pip cache: 52 to 60 s measured on two cores, where the full install took 63 to 95 s; the
 # sandbox extra's plotly, for the demo's timeline, adds 6 to 9 s of that), then
-# the demo runs in about 25 s (26 to 27 s measured); later runs skip the install.
+# the demo runs in about 50 s (51 s measured, 25 s of it counting connections); later runs
+# skip the install.
 demo: $(DEMO_STAMP)
 	$(BIN)/lbhc demo
 

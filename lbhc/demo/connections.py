@@ -18,15 +18,17 @@ target pool has no connection draining: a health check cannot save them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from lbhc.controller.app import ControllerApp, RunOptions
+from lbhc.demo.connection_traces import traces_of
 from lbhc.demo.observe import wait_until
+from lbhc.demo.trace import RunTrace
 from lbhc.model.cluster import Service
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.autoscaler import DEFAULT_DELETE_DELAY_SEC, ScaleDown, ScaleDownTimes
@@ -67,13 +69,18 @@ class ConnectionRun:
     kind: str
     delete_delay: float  # real seconds (--node-delete-delay-after-taint)
     counts: ConnectionCounts
+    trace: RunTrace | None = None  # what lbhc demo --timeline draws
 
     @property
     def name(self) -> str:
-        """`with-lbhc`, or `with-lbhc-delay-5s` for the runs at the autoscaler's default."""
-        if self.delete_delay == DEFAULT_DELETE_DELAY_SEC:
-            return f"{self.kind}-delay-{self.delete_delay:g}s"
-        return self.kind
+        return run_name(self.delete_delay)(self.kind)
+
+
+def run_name(delete_delay: float) -> Callable[[str], str]:
+    """`with-lbhc`, or `with-lbhc-delay-5s` for the runs at the autoscaler's default."""
+    if delete_delay == DEFAULT_DELETE_DELAY_SEC:
+        return lambda kind: f"{kind}-delay-{delete_delay:g}s"
+    return lambda kind: kind
 
 
 @dataclass(frozen=True)
@@ -131,11 +138,18 @@ def _scale_down_at(
             _start_lbhc(with_lbhc, options)
             for world in (with_lbhc, without):
                 _wait_ready(world, options)
-            reports = _measure(delay, options, (with_lbhc, without), say)
+            worlds = (with_lbhc, without)
+            reports, times = _measure(delay, options, worlds, say)
+            found = {kind: counts for report in reports for kind, counts in _counts(report).items()}
+            traces = {
+                trace.name: trace
+                for world, report in zip(worlds, reports, strict=True)
+                for trace in traces_of(world.sandbox, world.pools, report, times, run_name(delay))
+            }
         finally:
             _stop_lbhc(with_lbhc)
-    found = {kind: counts for report in reports for kind, counts in _counts(report).items()}
-    return [ConnectionRun(kind, delay, found[kind]) for kind in KINDS]
+    runs = [ConnectionRun(kind, delay, found[kind]) for kind in KINDS]
+    return [dataclasses.replace(run, trace=traces.get(run.name)) for run in runs]
 
 
 def _sandbox(options: ComparisonOptions) -> Sandbox:
@@ -234,8 +248,9 @@ def _measure(
     options: ComparisonOptions,
     worlds: Sequence[_World],
     say: Callable[[str], None],
-) -> list[LoadReport]:
-    """Load through every pool of both worlds, the same node scaled down in both, at once."""
+) -> tuple[list[LoadReport], dict[str, ScaleDownTimes]]:
+    """Load through every pool of both worlds, the same node scaled down in both, at once;
+    the reports, and when the first world's scale-down took each step."""
     scale = options.time_scale
     victim = node_name(1)
     span = (WARM_UP_SEC + delay + 5.0 + AFTER_SEC) * scale  # 5.0: the lifecycle controller
@@ -272,7 +287,8 @@ def _measure(
         thread.start()
     for thread in threads:
         thread.join(options.step_timeout + delay * scale)
-    return [generator.wait(options.step_timeout) for generator in generators]
+    reports = [generator.wait(options.step_timeout) for generator in generators]
+    return reports, {t.node: t for t in times[:1]}
 
 
 def _counts(report: LoadReport) -> dict[str, ConnectionCounts]:
@@ -294,58 +310,3 @@ def _counts(report: LoadReport) -> dict[str, ConnectionCounts]:
             cut=sum(1 for a in long if a.cut),
         )
     return found
-
-
-def drain_bound_seconds_default() -> float:
-    """How long lbhc's default check takes to call a node UNHEALTHY at most: interval x
-    (unhealthy threshold + 1), the bound the long delay must exceed."""
-    from lbhc.settings.groups import HealthCheckSettings
-
-    check = HealthCheckSettings()
-    return float(check.check_interval_sec * (check.unhealthy_threshold + 1))
-
-
-def render_table(runs: Sequence[ConnectionRun]) -> str:
-    header = (
-        f"{'run':<28} {'delete delay':>12} {'attempted':>9} {'completed':>9} {'failed':>6} "
-        f"{'cut':>4}"
-    )
-    rows = [header]
-    for run in runs:
-        c = run.counts
-        rows.append(
-            f"{run.name:<28} {run.delete_delay:>11g}s {c.attempted:>9} {c.completed:>9} "
-            f"{c.failed:>6} {c.cut:>4}"
-        )
-    return "\n".join(rows)
-
-
-def connections_json(runs: Sequence[ConnectionRun]) -> dict[str, Any]:
-    return {run.name: run.counts.to_json() for run in runs}
-
-
-def explain(runs: Sequence[ConnectionRun], time_scale: float) -> list[str]:
-    """What the table shows: what a check prevents, what it cannot, and what fixes the rest."""
-    bound = drain_bound_seconds_default()
-    long = [run for run in runs if run.delete_delay > bound]
-    short = [run for run in runs if run.delete_delay <= bound]
-    lines = []
-    if long:
-        failed = {run.kind: run.counts.failed for run in long}
-        lines.append(
-            f"delete delay {long[0].delete_delay:g}s, over the drain bound ({bound:g}s; "
-            f"{bound * time_scale:g}s at time scale {time_scale:g}): new connections failed "
-            + ", ".join(f"{kind} {n}" for kind, n in failed.items())
-            + "; a /healthz check took the node out of new connections before its VM went"
-        )
-    lines.append(
-        "cut: long-lived connections already on the node when its VM went; a target pool "
-        "has no connection draining, so no health check can save them"
-    )
-    if short:
-        lines.append(
-            f"delete delay {short[0].delete_delay:g}s (cluster-autoscaler's default): no check "
-            f"can mark the node UNHEALTHY in time; give --node-delete-delay-after-taint "
-            f"{bound:g}s or more"
-        )
-    return lines

@@ -322,7 +322,8 @@ class Demo:
         )
 
     def step_connections(self, _settings: Settings) -> None:
-        from lbhc.demo.connections import ComparisonOptions, compare, explain, render_table
+        from lbhc.demo.connection_report import explain, render_table
+        from lbhc.demo.connections import ComparisonOptions, compare
 
         options = ComparisonOptions(
             time_scale=self.options.time_scale,
@@ -333,6 +334,12 @@ class Demo:
         self.timeline.table(render_table(self.summary.connections))
         for line in explain(self.summary.connections, self.options.time_scale):
             self.timeline.say(line)
+        if self.options.timeline is not None:
+            from lbhc.demo.picture import write_timeline
+
+            traces = [run.trace for run in self.summary.connections if run.trace is not None]
+            write_timeline(traces, self.options.timeline)
+            self.timeline.say(f"timeline written to {self.options.timeline}")
         by_name = {run.name: run.counts for run in self.summary.connections}
         check(
             by_name["with-lbhc"].failed == 0,

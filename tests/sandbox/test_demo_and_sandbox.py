@@ -24,7 +24,20 @@ from lbhc.demo.scenario import DemoOptions, demo_spec, run_demo, sandbox_command
 from lbhc.sandbox.sandbox import NODE_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = ["plan", "converge", "scale-down", "scale-down-aborted", "version-skew", "clean-up"]
+STEPS = [
+    "plan",
+    "converge",
+    "scale-down",
+    "scale-down-aborted",
+    "version-skew",
+    "clean-up",
+    "connections",
+]
+RUNS = [
+    f"{kind}{suffix}"
+    for suffix in ("", "-delay-5s")
+    for kind in ("without-check", "upstream", "with-lbhc")
+]
 
 
 @pytest.mark.parametrize(
@@ -66,6 +79,22 @@ def test_demo_walks_every_step_and_reports_it(
     removed_first = summary["pools_removed_before_detach"]
     assert 0 <= removed_first <= backfilled
     assert summary["gce_mutations"] == 2 + 4 * backfilled - removed_first + 2
+    assert_connections_counted(summary["connections"])
+
+
+def assert_connections_counted(connections: dict[str, dict[str, int]]) -> None:
+    """The same scale-down under client load through each kind of pool: over the drain bound
+    a /healthz check (the cloud provider's or lbhc's) fails no new connection while a pool
+    without one fails some; at the autoscaler's 5 s default nothing drains in time."""
+    assert list(connections) == RUNS
+    for name, counts in connections.items():
+        assert set(counts) == {"attempted", "completed", "failed", "cut"}, name
+        assert all(isinstance(v, int) and v >= 0 for v in counts.values()), name
+        assert counts["attempted"] == counts["completed"] + counts["failed"] > 0, name
+    assert connections["with-lbhc"]["failed"] == 0
+    assert connections["upstream"]["failed"] == 0
+    assert connections["without-check"]["failed"] > 0
+    assert connections["without-check-delay-5s"]["failed"] > 0
 
 
 def demo_summary(cloud_provider: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -84,10 +113,18 @@ def demo_summary(cloud_provider: str, capsys: pytest.CaptureFixture[str]) -> dic
     return parsed
 
 
+# A row of the connections table: run, delete delay, then the four counts, which vary.
+_COUNTS_ROW = re.compile(r"^(\S+ +\d+s)( +\d+){4}$")
+
+
 def _timeless(line: str) -> str:
     """A demo line without what varies from run to run: timestamps and durations (with the
-    padding that aligns them: 9.5 s and 11.2 s are as wide)."""
-    return re.sub(r" *\d+\.\d+s", " N s", re.sub(r"^\[\s*[\d.]+s\] ", "", line.rstrip()))
+    padding that aligns them: 9.5 s and 11.2 s are as wide), the connection counts, and
+    those a pool without a check loses (how many the hash sends to the node varies; lbhc's
+    and the cloud provider's zero does not)."""
+    line = re.sub(r" *\d+\.\d+s", " N s", re.sub(r"^\[\s*[\d.]+s\] ", "", line.rstrip()))
+    line = _COUNTS_ROW.sub(lambda m: m.group(1) + " N N N N", line)
+    return re.sub(r"without-check \d+,", "without-check N,", line)
 
 
 def assert_readme_sample_matches(text: str) -> None:
