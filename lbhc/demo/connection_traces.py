@@ -60,8 +60,17 @@ def traces_of(
         ]
         marks = (
             [Mark(t.tainted - start, f"{t.node} tainted") for t in times.values()]
-            + [Mark(t.vm_deleted - start, "VM deleted") for t in times.values()]
-            + [Mark(t.node_deleted - start, "Node deleted") for t in times.values()]
+            # an aborted scale-down deleted neither
+            + [
+                Mark(t.vm_deleted - start, "VM deleted")
+                for t in times.values()
+                if t.vm_deleted is not None
+            ]
+            + [
+                Mark(t.node_deleted - start, "Node deleted")
+                for t in times.values()
+                if t.node_deleted is not None
+            ]
         )
         traces.append(RunTrace(name_of(kind), tuple(health), tuple(connections), tuple(marks)))
     return traces
