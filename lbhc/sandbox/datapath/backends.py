@@ -31,9 +31,8 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Self
 
+from lbhc.sandbox.datapath.lifecycle import StartedInWith
 from lbhc.sandbox.datapath.loopback import listening_socket
 
 log = logging.getLogger(__name__)
@@ -51,7 +50,7 @@ class _Connection:
     outbox: bytearray = field(default_factory=bytearray)
 
 
-class NodeBackends:
+class NodeBackends(StartedInWith):
     """`serves(node)`: whether the node answers (None: every node, the Cluster policy); it is
     asked for every line, so it may follow live state, and must be quick."""
 
@@ -142,17 +141,6 @@ class NodeBackends:
             self._stop = True
         self._wake()
         self._thread.join(timeout=10)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- the loop -----------------------------------------------------------------------------
 

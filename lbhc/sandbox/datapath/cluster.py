@@ -25,7 +25,6 @@ import logging
 import threading
 from collections.abc import Mapping
 from functools import partial
-from types import TracebackType
 from typing import Any, Self
 
 from lbhc.model.cloud import instance_url, resource_path
@@ -34,13 +33,14 @@ from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.datapath.backends import NodeBackends
 from lbhc.sandbox.datapath.datapath import DataPath
 from lbhc.sandbox.datapath.frontends import Frontend
+from lbhc.sandbox.datapath.lifecycle import StartedInWith
 from lbhc.sandbox.datapath.records import FlowRecord
 from lbhc.sandbox.kube_fake import KubeFake
 
 log = logging.getLogger(__name__)
 
 
-class SandboxDataPath:
+class SandboxDataPath(StartedInWith):
     def __init__(
         self,
         kube: KubeFake,
@@ -141,17 +141,6 @@ class SandboxDataPath:
             backends, self._backends = list(self._backends.values()), {}
         for each in backends:
             each.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self._sync_sec):

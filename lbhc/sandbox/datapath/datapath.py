@@ -32,13 +32,13 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from types import TracebackType
 from typing import Self
 
 from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.datapath.backends import NodeBackends
 from lbhc.sandbox.datapath.choice import Flow, choose_instance
 from lbhc.sandbox.datapath.frontends import Frontend, read_frontends
+from lbhc.sandbox.datapath.lifecycle import StartedInWith
 from lbhc.sandbox.datapath.loopback import listening_socket
 from lbhc.sandbox.datapath.records import FlowLog, FlowRecord
 from lbhc.sandbox.datapath.rehash import established_flow
@@ -55,7 +55,7 @@ def instance_name(instance_url: str) -> str | None:
     return instance_url.rstrip("/").rsplit("/", 1)[-1] or None
 
 
-class DataPath:
+class DataPath(StartedInWith):
     """`backends_for(frontend)`: the NodeBackends of the rule's Service (its NodePort on
     every node), or None (its traffic is dropped). `node_of(instance URL)`: the node standing
     for the instance, or None."""
@@ -158,17 +158,6 @@ class DataPath:
         with contextlib.suppress(RuntimeError):  # the loop has ended already
             loop.call_soon_threadsafe(self._stop_soon)
         thread.join(timeout=10)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- the loop -----------------------------------------------------------------------------
 
