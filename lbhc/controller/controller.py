@@ -131,7 +131,6 @@ class Controller:
             VerifierOptions.of(options.lb_health_reads_per_minute, options.lb_health_sample_sec),
             may_read=lambda: options.dry_run or may_write(),
         )
-        self.last_plan: Plan | None = None
         self.last_pass: LastPass | None = None
         self.last_report: StatusReport | None = None
         self.gce_ok: bool | None = None  # None: not tried yet (a follower never tries)
@@ -201,7 +200,6 @@ class Controller:
         if self._prober is not None:
             cluster = self._with_probes(cluster, self._prober)
         the_plan, cloud = self._planner.plan(cluster, cloud)
-        self.last_plan = the_plan
         self.last_pass = LastPass(the_plan, dry_run=self._options.dry_run)
         self.passes += 1
         for resource, size in self._cache.sizes().items():
@@ -255,6 +253,11 @@ class Controller:
         except Exception:  # a reporting bug must never stop the controller from converging
             log.exception("assessing kube-proxy failed; the GCE pass was not affected")
             return True
+
+    @property
+    def last_plan(self) -> Plan | None:
+        """The newest pass's plan (carried out or not: last_pass says)."""
+        return self.last_pass.plan if self.last_pass is not None else None
 
     def leadership_lost(self) -> None:
         self._reporter.reset()

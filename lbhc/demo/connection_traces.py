@@ -22,7 +22,7 @@ def traces_of(
     sandbox: Sandbox,
     pools: Mapping[str, str],
     report: LoadReport,
-    times: Mapping[str, ScaleDownTimes],
+    scaled: ScaleDownTimes,
     name_of: Callable[[str], str],
 ) -> list[RunTrace]:
     """Each pool of the world through the run: its nodes' health (the checker's
@@ -58,20 +58,12 @@ def traces_of(
             for a in report.attempts
             if a.target == kind and a.outcome not in ("skipped", "stopped")
         ]
-        marks = (
-            [Mark(t.tainted - start, f"{t.node} tainted") for t in times.values()]
-            # an aborted scale-down deleted neither
-            + [
-                Mark(t.vm_deleted - start, "VM deleted")
-                for t in times.values()
-                if t.vm_deleted is not None
-            ]
-            + [
-                Mark(t.node_deleted - start, "Node deleted")
-                for t in times.values()
-                if t.node_deleted is not None
-            ]
-        )
+        marks = [Mark(scaled.tainted - start, f"{scaled.node} tainted")]
+        # an aborted scale-down deleted neither
+        if scaled.vm_deleted is not None:
+            marks.append(Mark(scaled.vm_deleted - start, "VM deleted"))
+        if scaled.node_deleted is not None:
+            marks.append(Mark(scaled.node_deleted - start, "Node deleted"))
         traces.append(RunTrace(name_of(kind), tuple(health), tuple(connections), tuple(marks)))
     return traces
 

@@ -143,8 +143,8 @@ def _scale_down_at(
             found = {kind: counts for report in reports for kind, counts in _counts(report).items()}
             traces = {
                 trace.name: trace
-                for world, report in zip(worlds, reports, strict=True)
-                for trace in traces_of(world.sandbox, world.pools, report, times, run_name(delay))
+                for world, report, scaled in zip(worlds, reports, times, strict=True)
+                for trace in traces_of(world.sandbox, world.pools, report, scaled, run_name(delay))
             }
         finally:
             _stop_lbhc(with_lbhc)
@@ -248,9 +248,9 @@ def _measure(
     options: ComparisonOptions,
     worlds: Sequence[_World],
     say: Callable[[str], None],
-) -> tuple[list[LoadReport], dict[str, ScaleDownTimes]]:
+) -> tuple[list[LoadReport], list[ScaleDownTimes]]:
     """Load through every pool of both worlds, the same node scaled down in both, at once;
-    the reports, and when the first world's scale-down took each step."""
+    per world, its load's report and when its scale-down took each step."""
     scale = options.time_scale
     victim = node_name(1)
     span = (WARM_UP_SEC + delay + 5.0 + AFTER_SEC) * scale  # 5.0: the lifecycle controller
@@ -269,14 +269,14 @@ def _measure(
         targets = {kind: data_path.address(pool) for kind, pool in world.pools.items()}
         generators.append(LoadGenerator({k: a for k, a in targets.items() if a}, spec).start())
     time.sleep(WARM_UP_SEC * scale)  # the load's own schedule: warm-up before the taint
-    times: list[ScaleDownTimes] = []
+    times: dict[int, ScaleDownTimes] = {}  # by world
 
-    def scale_down(sandbox: Sandbox) -> None:
+    def scale_down(index: int, sandbox: Sandbox) -> None:
         scaler = ScaleDown(sandbox.kube, sandbox.delete_vm, time_scale=scale)
-        times.append(scaler.run(victim, delay))
+        times[index] = scaler.run(victim, delay)
 
     threads = [
-        threading.Thread(target=scale_down, args=(world.sandbox,), name=f"scale-down-{i}")
+        threading.Thread(target=scale_down, args=(i, world.sandbox), name=f"scale-down-{i}")
         for i, world in enumerate(worlds)
     ]
     say(
@@ -288,7 +288,9 @@ def _measure(
     for thread in threads:
         thread.join(options.step_timeout + delay * scale)
     reports = [generator.wait(options.step_timeout) for generator in generators]
-    return reports, {t.node: t for t in times[:1]}
+    if len(times) != len(worlds):
+        raise RuntimeError(f"a scale-down of {victim} did not finish (see the log)")
+    return reports, [times[i] for i in range(len(worlds))]
 
 
 def _counts(report: LoadReport) -> dict[str, ConnectionCounts]:

@@ -20,7 +20,6 @@ import contextlib
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from lbhc.model.cloud import instance_url
@@ -31,6 +30,7 @@ from lbhc.sandbox.datapath import SandboxDataPath
 from lbhc.sandbox.kube_fake import KubeFake, KubeFakeServer
 from lbhc.sandbox.kube_proxy import KubeProxyFleet
 from lbhc.sandbox.kubelet import KubeletEmulator
+from lbhc.sandbox.lifecycle import StartedInWith
 from lbhc.sandbox.seed import (
     KUBE_SYSTEM_UID,
     SandboxSpec,
@@ -74,7 +74,7 @@ class SandboxOptions:
             )
 
 
-class Sandbox:
+class Sandbox(StartedInWith):
     def __init__(self, options: SandboxOptions | None = None) -> None:
         self.options = options or SandboxOptions()
         self.spec = self.options.spec
@@ -194,17 +194,6 @@ class Sandbox:
 
     def close(self) -> None:
         self._stack.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- the cloud provider's world ---------------------------------------------------------
 

@@ -52,14 +52,16 @@ def load_settings(
     """Settings from the flat arguments (flags; None means "not given"), LBHC_* and the file.
     Spellings of lbhc 0.1 are accepted with a warning naming the new one."""
     problems: list[str] = []
+    # Variables are matched ignoring case, as pydantic-settings matches them by default.
+    environ = {key.upper(): value for key, value in os.environ.items()}
     layers = Layers(
         arguments=_arguments_layer(arguments),
-        env=_env_layer(problems),
+        env=_env_layer(environ, problems),
         file=_file_layer(config_file, problems) if config_file else Layer(),
         config_file=config_file,
     )
     # A typo'd variable may be why a setting is missing: said with the errors, else warned.
-    unknown = unknown_variables({key.upper(): value for key, value in os.environ.items()})
+    unknown = unknown_variables(environ)
     if problems:
         raise SettingsError("\n".join([f"invalid settings: {p}" for p in problems] + unknown))
     settings_cls: type[Settings] = type(
@@ -97,9 +99,7 @@ def _arguments_layer(arguments: dict[str, Any]) -> Layer:
     return layer
 
 
-def _env_layer(problems: list[str]) -> Layer:
-    # Variables are matched ignoring case, as pydantic-settings matches them by default.
-    environ = {key.upper(): value for key, value in os.environ.items()}
+def _env_layer(environ: dict[str, str], problems: list[str]) -> Layer:
     layer = Layer()
     for name in SETTING_NAMES:
         new, flat = environ.get(name.env), environ.get(name.flat_env)

@@ -70,8 +70,9 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Self
+
+from lbhc.sandbox.lifecycle import StartedInWith
 
 from .fake import ComputeFake
 from .firewall_eval import Vm
@@ -111,7 +112,7 @@ class _Pair:
         return self.first_due if self.slot is None else self.slot + self.config.interval
 
 
-class HealthProber(ProberRecords):
+class HealthProber(ProberRecords, StartedInWith):
     """Probe every (check, instance, forwarding rule IP) of the fake's target pools and backend
     services through the fake's firewall; serve getHealth from it.
 
@@ -189,17 +190,6 @@ class HealthProber(ProberRecords):
         with contextlib.suppress(RuntimeError):  # the loop already ended
             loop.call_soon_threadsafe(self._stop_soon)
         thread.join(timeout=10)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- the health source and observability ---------------------------------------------------
 

@@ -32,8 +32,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lbhc.sandbox.datapath.lifecycle import StartedInWith
 from lbhc.sandbox.datapath.loopback import listening_socket
+from lbhc.sandbox.lifecycle import StartedInWith
 
 log = logging.getLogger(__name__)
 

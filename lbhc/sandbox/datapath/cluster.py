@@ -33,9 +33,9 @@ from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.datapath.backends import NodeBackends
 from lbhc.sandbox.datapath.datapath import DataPath
 from lbhc.sandbox.datapath.frontends import Frontend
-from lbhc.sandbox.datapath.lifecycle import StartedInWith
 from lbhc.sandbox.datapath.records import FlowRecord
 from lbhc.sandbox.kube_fake import KubeFake
+from lbhc.sandbox.lifecycle import StartedInWith
 
 log = logging.getLogger(__name__)
 

@@ -38,11 +38,11 @@ from lbhc.sandbox.compute_fake import ComputeFake
 from lbhc.sandbox.datapath.backends import NodeBackends
 from lbhc.sandbox.datapath.choice import Flow, choose_instance
 from lbhc.sandbox.datapath.frontends import Frontend, read_frontends
-from lbhc.sandbox.datapath.lifecycle import StartedInWith
 from lbhc.sandbox.datapath.loopback import listening_socket
 from lbhc.sandbox.datapath.records import FlowLog, FlowRecord
 from lbhc.sandbox.datapath.rehash import established_flow
 from lbhc.sandbox.datapath.relay import Relay
+from lbhc.sandbox.lifecycle import StartedInWith
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""One way for the data path's parts to be used in a `with` block: entering starts the part,
-leaving closes it, whatever happened inside."""
+"""One way for the sandbox's long-running parts to be used in a `with` block: entering starts
+the part, leaving closes it, whatever happened inside."""
 
 from __future__ import annotations
 
