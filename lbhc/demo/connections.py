@@ -37,6 +37,8 @@ from lbhc.sandbox.sandbox import Sandbox, SandboxOptions
 from lbhc.sandbox.seed import SandboxSpec, node_name
 from lbhc.settings import Settings, load_settings
 
+log = logging.getLogger(__name__)
+
 KINDS = ("without-check", "upstream", "with-lbhc")
 IDENTITY = "lbhc-demo-connections"
 # A default legacy check drains in interval x (unhealthy threshold + 1) = 32 s; the long
@@ -270,10 +272,15 @@ def _measure(
         generators.append(LoadGenerator({k: a for k, a in targets.items() if a}, spec).start())
     time.sleep(WARM_UP_SEC * scale)  # the load's own schedule: warm-up before the taint
     times: dict[int, ScaleDownTimes] = {}  # by world
+    errors: dict[int, BaseException] = {}
 
     def scale_down(index: int, sandbox: Sandbox) -> None:
         scaler = ScaleDown(sandbox.kube, sandbox.delete_vm, time_scale=scale)
-        times[index] = scaler.run(victim, delay)
+        try:
+            times[index] = scaler.run(victim, delay)
+        except Exception as exc:  # said below, with the run it spoiled
+            log.exception("scale-down of %s in sandbox %d", victim, index + 1)
+            errors[index] = exc
 
     threads = [
         threading.Thread(target=scale_down, args=(i, world.sandbox), name=f"scale-down-{i}")
@@ -288,8 +295,11 @@ def _measure(
     for thread in threads:
         thread.join(options.step_timeout + delay * scale)
     reports = [generator.wait(options.step_timeout) for generator in generators]
+    if errors:
+        index, exc = min(errors.items())
+        raise RuntimeError(f"the scale-down of {victim} in sandbox {index + 1} failed: {exc!r}")
     if len(times) != len(worlds):
-        raise RuntimeError(f"a scale-down of {victim} did not finish (see the log)")
+        raise RuntimeError(f"a scale-down of {victim} did not finish within the step timeout")
     return reports, [times[i] for i in range(len(worlds))]
 
 

@@ -259,9 +259,12 @@ class KubeProxyFleet:
         """The node's VM was deleted (the autoscaler's delete, before the Node object goes):
         its kube-proxy stops answering at once and is not started again, so health checks
         probing it fail as they do against a VM that no longer exists."""
-        with self._lock:
-            self._gone.add(node_name)
-        self._stop_server(node_name)
+        # Under the sync lock: a sync in flight planned from before the VM went and would
+        # start its server again.
+        with self._sync_lock:
+            with self._lock:
+                self._gone.add(node_name)
+            self._stop_server(node_name)
 
     def _cilium_serves_healthz(self) -> bool:
         """Cilium runs as the kube-proxy replacement and its healthz bind address is set."""
@@ -382,13 +385,14 @@ class KubeProxyFleet:
                 self._port = server.port
 
     def _stop_server(self, name: str) -> None:
+        # Taken out under the lock first: the fleet's own sync and vm_gone may stop the same
+        # server at once, and only one of them may stop and count it.
         with self._lock:
-            server = self._servers.get(name)
+            server = self._servers.pop(name, None)
         if server is None:
             return
         server.stop()  # a prober may still get its endpoint meanwhile: refused, as in a restart
         with self._lock:
-            del self._servers[name]
             self._retired_requests[name] = self._retired_requests.get(name, 0) + server.requests
 
 

@@ -239,6 +239,22 @@ def test_a_deleted_node_stops_answering(kube: KubeFake, make_fleet: Fleet) -> No
     assert probe(fleet, "n2") == (200, 200)
 
 
+def test_a_gone_vm_stays_silent_while_the_fleet_syncs(kube: KubeFake) -> None:
+    """The autoscaler deletes VMs while the fleet's own thread syncs: each one's server stops
+    once, is never started again, and neither side trips over the other."""
+    nodes = [f"n{i}" for i in range(12)]
+    for node in nodes:
+        add_node(kube, node)
+    with KubeProxyFleet(kube, port=0, interval=0.0005).start() as fleet:
+        for node in nodes:
+            endpoint = fleet.endpoint(node)
+            assert endpoint is not None
+            fleet.vm_gone(node)
+            fleet.sync()
+            assert fleet.endpoint(node) is None and refused(endpoint)
+        assert fleet.last_error is None
+
+
 def answers_200(fleet: KubeProxyFleet, node: str) -> bool:
     """While the fleet restarts a node's server, a probe may be refused, reset, or cut off
     mid-answer (the old server stops under it): not yet."""
