@@ -15,6 +15,7 @@ from typing import Any
 from lbhc.controller.backoff import Backoff
 from lbhc.controller.cached_read import CachedRead
 from lbhc.controller.controller import Controller, ControllerOptions
+from lbhc.controller.deletion_holder import DeletionHolder, HolderOptions
 from lbhc.controller.events import EventRecorder, ObjectRef
 from lbhc.controller.http import health_server
 from lbhc.controller.leader import LeaseConfig, LeaseElector
@@ -36,6 +37,7 @@ from lbhc.kube.client import (
 )
 from lbhc.kube.resources import Resource
 from lbhc.planner.config import ReadinessPolicy
+from lbhc.planner.hold import HoldConfig
 from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
 from lbhc.probe.prober import NodeProber
 from lbhc.settings import Settings
@@ -176,6 +178,24 @@ class ControllerApp:
             settle_sec=self.options.readiness_settle_sec,
         )
 
+    def _holder(self) -> DeletionHolder | None:
+        hold = self.settings.hold
+        if hold.deletion != "on":
+            return None
+        return DeletionHolder(
+            self.api,
+            self.metrics,
+            self.recorder.record,
+            self.elector.may_write if self.elector else lambda: True,
+            self.trigger.fire,
+            HolderOptions(
+                HoldConfig(release_margin_sec=hold.release_margin_sec),
+                writes_per_sec=hold.writes_per_sec,
+                autoscaler_timeout_sec=hold.autoscaler_timeout_sec,
+                dry_run=self.options.dry_run,
+            ),
+        ).start()
+
     def ready(self) -> tuple[bool, str]:
         if self.cache is None or not self.cache.synced():
             return False, "caches not synced"
@@ -235,6 +255,7 @@ class ControllerApp:
                 ),
                 may_write=self.elector.may_write if self.elector else lambda: True,
                 enforcer=self._enforcer() if enforce else None,
+                holder=self._holder(),
                 prober=self.prober,
                 cloud_provider_uid=CachedRead(
                     functools.partial(read_cloud_provider_uid, self.api),
@@ -330,6 +351,9 @@ class ControllerApp:
         return None
 
     def _shutdown(self) -> None:
+        # Writes stop first: the holder's queue, then the lease (a new leader decides anew).
+        if self.controller is not None and self.controller.holder is not None:
+            self.controller.holder.close()
         if self.elector is not None:
             self.elector.stop(release=True)
         for reflector in self.reflectors:

@@ -14,6 +14,7 @@ from typing import Any
 
 from lbhc.controller.awareness import KubeProxyReporter
 from lbhc.controller.backoff import Backoff
+from lbhc.controller.deletion_holder import DeletionHolder
 from lbhc.controller.events import EventRecorder, EventSpec, ObjectRef
 from lbhc.controller.lb_verifier import LbVerifier, VerifierOptions
 from lbhc.controller.metrics import Metrics
@@ -103,6 +104,7 @@ class Controller:
         prober: NodeProber | None = None,
         cloud_provider_uid: Callable[[], str | None] | None = None,
         kube_proxy_replacement: Callable[[], str | None] | None = None,
+        holder: DeletionHolder | None = None,
     ) -> None:
         self._config = config
         self._cache = cache
@@ -115,6 +117,7 @@ class Controller:
         self._backoff = Backoff(initial=1.0, maximum=60.0)
         self._prober = prober
         self._enforcer = enforcer
+        self.holder = holder
         self._cloud_provider_uid = cloud_provider_uid
         self._kube_proxy_replacement = kube_proxy_replacement
         self._reporter = KubeProxyReporter(metrics, self._record, lease)
@@ -242,6 +245,9 @@ class Controller:
             self._reporter.observe(report)
             urls = InstanceUrls(cluster.nodes, self._config.project, self._config.region)
             self.verifier.observe(report, urls)
+            if self.holder is not None:
+                complete = cluster.complete and cluster.versions_complete
+                self.holder.hold(cluster.nodes, report, complete)
             if self._enforcer is None or self._options.dry_run:
                 for patch in report.readiness.patches:
                     log.info(
@@ -262,6 +268,8 @@ class Controller:
     def leadership_lost(self) -> None:
         self._reporter.reset()
         self._pass_report.reset()
+        if self.holder is not None:
+            self.holder.leadership_lost()
 
     def _with_probes(self, cluster: ClusterSnapshot, prober: NodeProber) -> ClusterSnapshot:
         """Probe answers for the nodes that need them. A node still waiting for its first

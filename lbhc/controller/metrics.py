@@ -255,6 +255,52 @@ class Metrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        # hold.deletion (lbhc/controller/deletion_holder.py)
+        self.holds = Gauge(
+            "deletion_holds",
+            "Nodes carrying lbhc's delay-deletion annotation",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.holds_marked = Gauge(
+            "deletion_holds_marked",
+            "Nodes marked for deletion that lbhc still holds, waiting for their load balancers",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.hold_longest = Gauge(
+            "deletion_hold_longest_seconds",
+            "Seconds since the mark of the longest-held node marked for deletion (0: none)",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.hold_timeout = Gauge(
+            "deletion_hold_timeout_seconds",
+            "hold.autoscaler_timeout_sec: cluster-autoscaler's --node-deletion-delay-timeout",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.hold_releases = Counter(
+            "deletion_hold_releases_total",
+            "Holds of marked nodes ended, by reason (node-deleted: gone while still held)",
+            ["reason"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.hold_duration = Histogram(
+            "deletion_hold_duration_seconds",
+            "From a held node's mark for deletion to the end of its hold",
+            namespace=NAMESPACE,
+            registry=r,
+            buckets=(5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300),
+        )
+        self.hold_writes = Counter(
+            "deletion_hold_writes_total",
+            "Node patches of lbhc's delay-deletion annotation, by action and result",
+            ["action", "result"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self.readiness_patches = Counter(
             "kube_proxy_readiness_patches_total",
             "Readiness-probe patches sent in enforce mode, by result",

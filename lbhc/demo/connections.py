@@ -9,6 +9,12 @@ default.
   firewall it pins for it;
 - `with-lbhc`: a pool made without a check, to which lbhc attached its own.
 
+Then once more at the 5 s default with lbhc's deletion hold on (hold.deletion, lbhc/planner/
+hold.py): the autoscaler waits for lbhc's delay-deletion annotation to go before it deletes the
+VM, and lbhc takes it off once GCE's getHealth shows the node UNHEALTHY. That run has only the
+sandbox with lbhc (`upstream` and `with-lbhc`: a hold is on the node, so it protects every
+load balancer holding it).
+
 `with-lbhc` and `upstream` share a sandbox (lbhc leaves the cloud provider's pools alone);
 `without-check` runs in a sandbox of its own, without lbhc, at the same time: the same
 victim, the same schedule, both scaled down by the same emulated autoscaler
@@ -18,6 +24,7 @@ target pool has no connection draining: a health check cannot save them)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -30,6 +37,7 @@ from lbhc.demo.connection_traces import traces_of
 from lbhc.demo.observe import wait_until
 from lbhc.demo.trace import RunTrace
 from lbhc.model.cluster import Service
+from lbhc.planner.hold import HOLD_ANNOTATION
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.autoscaler import DEFAULT_DELETE_DELAY_SEC, ScaleDown, ScaleDownTimes
 from lbhc.sandbox.loadgen import LoadGenerator, LoadReport, LoadSpec
@@ -46,6 +54,7 @@ IDENTITY = "lbhc-demo-connections"
 LONG_DELETE_DELAY_SEC = 45.0
 WARM_UP_SEC = 4.0  # real seconds of load before the taint, scaled like the rest
 AFTER_SEC = 8.0  # real seconds of load after the Node object is gone, scaled
+HOLD_BOUND_SEC = 32.0 + 10.0  # a hold's longest: the default drain bound plus release margin
 
 
 @dataclass(frozen=True)
@@ -72,17 +81,20 @@ class ConnectionRun:
     delete_delay: float  # real seconds (--node-delete-delay-after-taint)
     counts: ConnectionCounts
     trace: RunTrace | None = None  # what lbhc demo --timeline draws
+    hold: bool = False  # lbhc held the node's deletion (hold.deletion on)
 
     @property
     def name(self) -> str:
-        return run_name(self.delete_delay)(self.kind)
+        return run_name(self.delete_delay, self.hold)(self.kind)
 
 
-def run_name(delete_delay: float) -> Callable[[str], str]:
-    """`with-lbhc`, or `with-lbhc-delay-5s` for the runs at the autoscaler's default."""
+def run_name(delete_delay: float, hold: bool = False) -> Callable[[str], str]:
+    """`with-lbhc`, `with-lbhc-delay-5s` for the runs at the autoscaler's default, and
+    `with-lbhc-delay-5s-hold` with lbhc's deletion hold on."""
+    suffix = "-hold" if hold else ""
     if delete_delay == DEFAULT_DELETE_DELAY_SEC:
-        return lambda kind: f"{kind}-delay-{delete_delay:g}s"
-    return lambda kind: kind
+        return lambda kind: f"{kind}-delay-{delete_delay:g}s{suffix}"
+    return lambda kind: f"{kind}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,8 @@ class ComparisonOptions:
         default_factory=lambda: LoadSpec(rate_per_sec=20, duration_sec=1, long_lived=6)
     )
     delays: tuple[float, ...] = (LONG_DELETE_DELAY_SEC, DEFAULT_DELETE_DELAY_SEC)
+    # Delete delays run again with lbhc's deletion hold on (sandbox with lbhc only).
+    hold_delays: tuple[float, ...] = (DEFAULT_DELETE_DELAY_SEC,)
     step_timeout: float = 60.0
 
 
@@ -120,37 +134,42 @@ def compare(
     try:
         for delay in options.delays:
             runs += _scale_down_at(delay, options, say)
+        for delay in options.hold_delays:
+            runs += _scale_down_at(delay, options, say, hold=True)
     finally:
         timing.removeFilter(quiet)
     return runs
 
 
 def _scale_down_at(
-    delay: float, options: ComparisonOptions, say: Callable[[str], None]
+    delay: float, options: ComparisonOptions, say: Callable[[str], None], *, hold: bool = False
 ) -> list[ConnectionRun]:
     with_lbhc = _World(_sandbox(options), {})
-    without = _World(_sandbox(options), {})
-    with with_lbhc.sandbox, without.sandbox:
+    worlds = [with_lbhc] if hold else [with_lbhc, _World(_sandbox(options), {})]
+    named = run_name(delay, hold)
+    with contextlib.ExitStack() as stack:
+        for world in worlds:
+            stack.enter_context(world.sandbox)
         with_lbhc.pools = {
             "upstream": _pool_of(with_lbhc.sandbox, "web-0"),
             "with-lbhc": _pool_of(with_lbhc.sandbox, _legacy(with_lbhc.sandbox)),
         }
-        without.pools = {"without-check": _pool_of(without.sandbox, _legacy(without.sandbox))}
+        for without in worlds[1:]:
+            without.pools = {"without-check": _pool_of(without.sandbox, _legacy(without.sandbox))}
         try:
-            _start_lbhc(with_lbhc, options)
-            for world in (with_lbhc, without):
-                _wait_ready(world, options)
-            worlds = (with_lbhc, without)
-            reports, times = _measure(delay, options, worlds, say)
+            _start_lbhc(with_lbhc, options, hold)
+            for world in worlds:
+                _wait_ready(world, options, hold)
+            reports, times = _measure(delay, options, worlds, say, hold)
             found = {kind: counts for report in reports for kind, counts in _counts(report).items()}
             traces = {
                 trace.name: trace
                 for world, report, scaled in zip(worlds, reports, times, strict=True)
-                for trace in traces_of(world.sandbox, world.pools, report, scaled, run_name(delay))
+                for trace in traces_of(world.sandbox, world.pools, report, scaled, named)
             }
         finally:
             _stop_lbhc(with_lbhc)
-    runs = [ConnectionRun(kind, delay, found[kind]) for kind in KINDS]
+    runs = [ConnectionRun(kind, delay, found[kind], hold=hold) for kind in KINDS if kind in found]
     return [dataclasses.replace(run, trace=traces.get(run.name)) for run in runs]
 
 
@@ -184,9 +203,10 @@ def _pool_of(sandbox: Sandbox, service: str) -> str:
     return target_pool_name(Service.model_validate(obj).metadata.uid)
 
 
-def _settings(sandbox: Sandbox, scale: float) -> Settings:
+def _settings(sandbox: Sandbox, scale: float, hold: bool = False) -> Settings:
     spec = sandbox.spec
     return load_settings(
+        hold_deletion="on" if hold else "off",
         project=spec.project,
         region=spec.region,
         node_tags="gke-sandbox-node",
@@ -197,9 +217,9 @@ def _settings(sandbox: Sandbox, scale: float) -> Settings:
     )
 
 
-def _start_lbhc(world: _World, options: ComparisonOptions) -> None:
+def _start_lbhc(world: _World, options: ComparisonOptions, hold: bool = False) -> None:
     run = RunOptions(identity=IDENTITY, http_address="127.0.0.1:0", leader_elect=False)
-    world.app = ControllerApp(_settings(world.sandbox, options.time_scale), run)
+    world.app = ControllerApp(_settings(world.sandbox, options.time_scale, hold), run)
     world.thread = threading.Thread(target=world.app.run, name="lbhc-connections", daemon=True)
     world.thread.start()
 
@@ -211,10 +231,12 @@ def _stop_lbhc(world: _World) -> None:
         world.thread.join(15)
 
 
-def _wait_ready(world: _World, options: ComparisonOptions) -> None:
+def _wait_ready(world: _World, options: ComparisonOptions, hold: bool = False) -> None:
     """Every pool that carries a check carries it, and calls every node HEALTHY; every
-    forwarding rule has its listener."""
+    forwarding rule has its listener; with a hold, every node carries lbhc's annotation."""
     sandbox, timeout = world.sandbox, options.step_timeout
+    if hold and world.app is not None:
+        wait_until(lambda: _all_held(sandbox), timeout, "lbhc's hold on every node")
     spec = sandbox.spec
     data_path = sandbox.data_path
     assert data_path is not None
@@ -236,6 +258,13 @@ def _wait_ready(world: _World, options: ComparisonOptions) -> None:
         )
 
 
+def _all_held(sandbox: Sandbox) -> bool:
+    return all(
+        HOLD_ANNOTATION in (node["metadata"].get("annotations") or {})
+        for node in sandbox.kube.objects("Node")
+    )
+
+
 def _all_healthy(sandbox: Sandbox, pool_name: str) -> bool:
     spec = sandbox.spec
     pool = sandbox.compute.target_pools(spec.project, spec.region)[pool_name]
@@ -250,12 +279,15 @@ def _measure(
     options: ComparisonOptions,
     worlds: Sequence[_World],
     say: Callable[[str], None],
+    hold: bool = False,
 ) -> tuple[list[LoadReport], list[ScaleDownTimes]]:
     """Load through every pool of both worlds, the same node scaled down in both, at once;
     per world, its load's report and when its scale-down took each step."""
     scale = options.time_scale
     victim = node_name(1)
-    span = (WARM_UP_SEC + delay + 5.0 + AFTER_SEC) * scale  # 5.0: the lifecycle controller
+    # 5.0: the lifecycle controller; with a hold, the drain bound and lbhc's release margin.
+    held_for = HOLD_BOUND_SEC if hold else 0.0
+    span = (WARM_UP_SEC + delay + held_for + 5.0 + AFTER_SEC) * scale
     spec = LoadSpec(
         rate_per_sec=options.load.rate_per_sec,
         duration_sec=span,
@@ -286,8 +318,9 @@ def _measure(
         threading.Thread(target=scale_down, args=(i, world.sandbox), name=f"scale-down-{i}")
         for i, world in enumerate(worlds)
     ]
+    held = ", lbhc holding its deletion" if hold else ""
     say(
-        f"scale-down of {victim} with --node-delete-delay-after-taint={delay:g}s, under "
+        f"scale-down of {victim} with --node-delete-delay-after-taint={delay:g}s{held}, under "
         f"{spec.rate_per_sec:g} new connections/s and {spec.long_lived} long-lived per pool"
     )
     for thread in threads:

@@ -415,6 +415,16 @@ class KubeApi:
             content_type="application/strategic-merge-patch+json",
         )
 
+    def patch_node_annotation(self, name: str, key: str, value: str | None) -> dict[str, Any]:
+        """Set (or, with None, remove) one annotation of a Node with a JSON merge patch that
+        names nothing else. Only hold.deletion `on` calls this; its RBAC (`patch` on nodes)
+        and the admission policy that confines it to that one annotation are opt-in
+        (deploy/components/hold-deletion)."""
+        body = {"metadata": {"annotations": {key: value}}}
+        return self._raw(
+            "PATCH", f"/api/v1/nodes/{name}", body, content_type="application/merge-patch+json"
+        )
+
     def _raw(
         self,
         method: str,

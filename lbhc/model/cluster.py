@@ -83,6 +83,25 @@ class LabeledMeta(ObjectMeta):
     creation_timestamp: Annotated[str, Field(alias="creationTimestamp")] = ""
 
 
+# cluster-autoscaler core/scaledown/actuation/delay.go DelayDeletionAnnotationPrefix: while a
+# node carries an annotation with it, the autoscaler waits before deleting the node.
+DELAY_DELETION_PREFIX = "delay-deletion.cluster-autoscaler.kubernetes.io/"
+
+
+def _delay_deletion_only(annotations: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in annotations.items() if k.startswith(DELAY_DELETION_PREFIX)}
+
+
+@projection
+class NodeMeta(LabeledMeta):
+    """A Node's annotations are large and lbhc needs few: only the delay-deletion ones (its
+    own hold, and any other controller's) are kept."""
+
+    annotations: Annotated[InternedMap, AfterValidator(_delay_deletion_only)] = field(
+        default_factory=dict
+    )
+
+
 @projection
 class AnnotatedMeta(ObjectMeta):
     """Services: lbhc reads their annotations (the opt-out), never their labels."""
@@ -140,7 +159,7 @@ class NodeStatus(_Projection):
 
 @projection
 class Node(_Projection):
-    metadata: LabeledMeta
+    metadata: NodeMeta
     spec: NodeSpec = field(default_factory=NodeSpec)
     status: NodeStatus = field(default_factory=NodeStatus)
 

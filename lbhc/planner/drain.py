@@ -73,6 +73,9 @@ class NodeDrain:
     evidence: str = ""
     # Load balancers that already took it out of their backends (read or derived).
     taken_out: tuple[LbRemoval, ...] = ()
+    # Unix time by which GCE showed every load balancer holding it no longer sending it new
+    # connections (UNHEALTHY since it was marked, or out of them all); None: not shown.
+    drained_at: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,7 +88,19 @@ class NodeDrain:
             "evidence": self.evidence,
             "poolsNotDraining": [p.to_json() for p in self.not_draining],
             "takenOutBy": [r.to_json() for r in self.taken_out],
+            "drainedAt": self.drained_at,
         }
+
+
+@dataclass(frozen=True)
+class Drainability:
+    """Whether some load balancer holding a node would drain it were it marked for deletion:
+    True (`bound_seconds`: how long the slowest of them takes), False (`reason` says why
+    not), or None when the load balancers could not be read."""
+
+    able: bool | None
+    reason: str
+    bound_seconds: int | None = None
 
 
 def marked_epoch(rfc3339: str) -> float | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from lbhc.model.lb_health import HealthReading, InstanceHealth, LbHealthView
 from lbhc.planner.backend_drain import BackendMembership
-from lbhc.planner.drain import DrainState, NodeDrain
+from lbhc.planner.drain import DrainState, NodeDrain, marked_epoch
 from lbhc.planner.firewall_reach import Reach
 from lbhc.planner.lb_views import LbDrainView, LbKind, PoolDrainKind
 from lbhc.planner.listing import first_few
@@ -112,13 +112,15 @@ def verify_drain(
             )
         if unread:
             return replace(drain, evidence=f"not verified ({first_few(unread, 2, '; ')})")
-        return replace(drain, verified=True, evidence=seen)
+        return replace(drain, verified=True, evidence=seen, drained_at=view.as_of or None)
     if view.off:
         return replace(drain, evidence=f"not verified: {view.off}")
     held_pools = {v.name for v in held.held}
     health = {v.pool_class: v.health for v in verdicts}
     lines: list[str] = []
     missing: list[str] = []
+    since = marked_epoch(drain.marked_at)
+    unhealthy_at: list[float] = []  # when each class holding it was read UNHEALTHY since
     for pool_class in classes:
         if not held_pools.intersection(pool_class.pools):
             continue
@@ -127,6 +129,8 @@ def verify_drain(
             missing.append(f"not read yet in {pool_class.describe()}")
             continue
         lines.append(f"{reading.state.value} in {pool_class.lb.value} {reading.pool}")
+        if reading.state is InstanceHealth.UNHEALTHY and (since is None or reading.at >= since):
+            unhealthy_at.append(reading.at)
         if pool_class.kind is not PoolDrainKind.HEALTHZ:
             continue
         if pool_class.reach != Reach.ADMITTED.value:
@@ -138,4 +142,9 @@ def verify_drain(
     if missing:
         why = first_few(missing, 2, "; ")
         return replace(drain, evidence=f"not verified ({why})" + (f"; {seen}" if seen else ""))
-    return replace(drain, verified=True, evidence=seen)
+    verified = replace(drain, verified=True, evidence=seen)
+    if drain.state is DrainState.DRAINING and len(unhealthy_at) == len(lines) and lines:
+        # Every load balancer still holding it reads it UNHEALTHY: none sends it new
+        # connections any more (what a hold on its deletion waits for, planner/hold).
+        return replace(verified, drained_at=max(unhealthy_at))
+    return verified

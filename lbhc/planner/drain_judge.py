@@ -15,9 +15,17 @@ from lbhc.model.lb_health import HealthReading, LbHealthView
 from lbhc.planner.backend_drain import BackendDrain, BackendMembership, backend_membership
 from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.config import PlannerConfig
-from lbhc.planner.drain import DrainState, NodeDrain, marked_at, marked_epoch, node_drain
+from lbhc.planner.drain import (
+    Drainability,
+    DrainState,
+    NodeDrain,
+    marked_at,
+    marked_epoch,
+    node_drain,
+)
 from lbhc.planner.drain_evidence import membership, newest_in_lb, verify_drain
-from lbhc.planner.lb_views import LbDrainView, LbKind, LbRemoval
+from lbhc.planner.lb_views import LbDrainView, LbKind, LbRemoval, PoolDrainKind
+from lbhc.planner.listing import first_few
 from lbhc.planner.nodes import is_excluded_from_load_balancers, is_leaving
 from lbhc.planner.pool_classes import ClassVerdict, PoolClass, with_failing_open
 
@@ -80,6 +88,31 @@ class DrainJudge:
             drain, node.name, held, self._classes, self._verdicts, lb, lb.max_age, backends
         )
         return self._with_backends_missing(drain)
+
+    def drainability(self, node: Node, facts: KubeProxyFacts) -> Drainability:
+        """Whether a load balancer holding the node would drain it, were it marked for
+        deletion now: what holding its deletion needs (planner/hold). Every node not
+        excluded is taken to be in every load balancer, as for a serving node's verdict."""
+        if is_excluded_from_load_balancers(node):
+            return Drainability(False, "labelled exclude-from-external-load-balancers")
+        if self._pools is None:
+            return Drainability(None, "the target pools could not be read")
+        caps, version = facts.capabilities, facts.version.display()
+        if caps.serves_healthz is False or not caps.drains_when_deleted:
+            known = "does not" if caps.drains_when_deleted is False else "may not"
+            why = f": {facts.drain_reason}" if facts.drain_reason else ""
+            return Drainability(
+                False, f"kube-proxy {version} {known} fail /healthz for a node being deleted{why}"
+            )
+        views = (*self._pools, *(b.view for b in self._backends))
+        draining = [v for v in views if v.kind is PoolDrainKind.HEALTHZ]
+        if draining:
+            bound = max((v.bound_seconds or 0 for v in draining), default=0) or None
+            return Drainability(True, f"{len(draining)} load balancer(s) drain it", bound)
+        if not views:
+            return Drainability(False, "it is in no load balancer")
+        listed = first_few([f"{v.name}: {v.why_not()}" for v in views], 2, "; ")
+        return Drainability(False, f"no load balancer holding it drains it ({listed})")
 
     def _shown_out(self, cut: Sequence[HealthReading]) -> tuple[LbRemoval, ...]:
         """Backend services whose getHealth showed the node out of the group of its zone."""

@@ -21,7 +21,7 @@ from lbhc.planner.capabilities import KubeProxyFacts
 from lbhc.planner.claims import PoolClaim, carries, match_pools
 from lbhc.planner.config import HealthCheckMode, PlannerConfig, selector_text
 from lbhc.planner.coverage import Coverage, PoolCoverage, coverage_by_pool, describe_check
-from lbhc.planner.drain import DrainState, NodeDrain
+from lbhc.planner.drain import Drainability, DrainState, NodeDrain
 from lbhc.planner.drain_judge import DrainJudge
 from lbhc.planner.kube_proxy import (
     facts_by_node,
@@ -38,6 +38,8 @@ from lbhc.planner.pool_reach import PoolReach, ReachJudge, reach_by_pool
 from lbhc.planner.readiness import ReadinessReview, is_managed, review_readiness
 from lbhc.planner.services import is_load_balancer
 from lbhc.planner.shared import read_ledger
+
+NOT_JUDGED = Drainability(None, "not judged")
 
 
 class LbhcCheckState(StrEnum):
@@ -100,6 +102,8 @@ class NodeStatus:
     kube_proxy: KubeProxyFacts
     drain: NodeDrain
     pod_state: str  # the kube-proxy health view's state, "" when not judged
+    # Would a load balancer holding it drain it, were it marked now (planner/hold)?
+    drainability: Drainability = NOT_JUDGED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,6 +230,7 @@ def assess(
             facts[node.name],
             drains.judge(node, facts[node.name]),
             pod_states.get(node.name, ""),
+            drains.drainability(node, facts[node.name]),
         )
         for node in sorted(cluster.nodes, key=lambda n: n.name)
     )

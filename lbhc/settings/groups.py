@@ -249,6 +249,35 @@ class ReadinessSettings(Group):
     selector: LabelSelectors = DEFAULT_KUBE_PROXY_SELECTOR
 
 
+class HoldSettings(Group):
+    """Holding a node cluster-autoscaler deletes until its load balancers have drained it
+    (cluster-autoscaler's delay-deletion annotations)."""
+
+    deletion: Literal["off", "on"] = "off"
+    # Released this long after the drain bound has passed since the node was marked, even
+    # when GCE's getHealth has not (yet) confirmed the drain.
+    release_margin_sec: Seconds = Field(default=10.0, ge=0, le=600)
+    # Node patches (annotation added or removed) per second, at most.
+    writes_per_sec: float = Field(default=5.0, gt=0, le=100, allow_inf_nan=False)
+    # What cluster-autoscaler's --node-deletion-delay-timeout is (its default: 2 minutes):
+    # a hold that reaches it was cut short by the autoscaler, and an alert says so.
+    autoscaler_timeout_sec: Seconds = Field(default=120.0, ge=1, le=86400)
+
+    @model_validator(mode="after")
+    def _check_margin(self) -> HoldSettings:
+        # A margin as long as the autoscaler's timeout makes every hold that GCE does not
+        # confirm end at the timeout: the autoscaler's clock, not lbhc's, would decide.
+        if self.release_margin_sec >= self.autoscaler_timeout_sec:
+            raise setting_error(
+                "autoscaler_timeout_sec",
+                self.autoscaler_timeout_sec,
+                f"expected longer than hold.release_margin_sec "
+                f"({duration_text(self.release_margin_sec)}); set it to cluster-autoscaler's "
+                "--node-deletion-delay-timeout (2m by default)",
+            )
+        return self
+
+
 class KubeSettings(Group):
     """How to reach the API server (default: in-cluster, then $KUBECONFIG, then ~/.kube)."""
 

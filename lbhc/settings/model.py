@@ -20,6 +20,7 @@ from lbhc.settings.groups import (
     ControllerSettings,
     GceSettings,
     HealthCheckSettings,
+    HoldSettings,
     HttpSettings,
     KubeProxySettings,
     KubeSettings,
@@ -47,6 +48,7 @@ class Settings(BaseSettings):
     kube_proxy: KubeProxySettings = Field(default_factory=KubeProxySettings)
     probe: ProbeSettings = Field(default_factory=ProbeSettings)
     readiness: ReadinessSettings = Field(default_factory=ReadinessSettings)
+    hold: HoldSettings = Field(default_factory=HoldSettings)
     kube: KubeSettings = Field(default_factory=KubeSettings)
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
     log: LogSettings = Field(default_factory=LogSettings)

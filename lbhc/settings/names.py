@@ -130,6 +130,13 @@ SETTING_NAMES: tuple[SettingName, ...] = (
     ),
     *_group("readiness", ("policy", "readiness_policy"), ("selector", "readiness_selector")),
     *_group(
+        "hold",
+        ("deletion", "hold_deletion"),
+        ("release_margin_sec", "hold_release_margin_sec"),
+        ("writes_per_sec", "hold_writes_per_sec"),
+        ("autoscaler_timeout_sec", "hold_autoscaler_timeout_sec"),
+    ),
+    *_group(
         "kube",
         "kubeconfig",
         "context",

@@ -4,6 +4,7 @@ DaemonSet), and the Compute fake over a real socket, including GCE's own getHeal
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,8 @@ def test_status_json_with_gce_health(
         "evidence": f"GCE's getHealth: UNHEALTHY in target pool {pool_name}",
         "poolsNotDraining": [],
         "takenOutBy": [],
+        # Read UNHEALTHY (now) after its mark: when its pool was seen to let it go.
+        "drainedAt": pytest.approx(time.time(), abs=120),
     }
     # old-1 is not a member of the pool: GCE answers 400, status says so plainly.
     assert nodes["old-1"]["lbHealth"] == "not in the pool"
