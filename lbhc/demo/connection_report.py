@@ -39,8 +39,9 @@ def connections_json(runs: Sequence[ConnectionRun]) -> dict[str, Any]:
 def explain(runs: Sequence[ConnectionRun], time_scale: float) -> list[str]:
     """What the table shows: what a check prevents, what it cannot, and what fixes the rest."""
     bound = drain_bound_seconds_default()
-    long = [run for run in runs if run.delete_delay > bound]
-    short = [run for run in runs if run.delete_delay <= bound]
+    long = [run for run in runs if run.delete_delay > bound and not run.hold]
+    short = [run for run in runs if run.delete_delay <= bound and not run.hold]
+    held = [run for run in runs if run.hold]
     lines = []
     if long:
         failed = {run.kind: run.counts.failed for run in long}
@@ -58,6 +59,14 @@ def explain(runs: Sequence[ConnectionRun], time_scale: float) -> list[str]:
         lines.append(
             f"delete delay {short[0].delete_delay:g}s (cluster-autoscaler's default): no check "
             f"can mark the node UNHEALTHY in time; give --node-delete-delay-after-taint "
-            f"{bound:g}s or more"
+            f"{bound:g}s or more, or turn on lbhc's hold (hold.deletion)"
+        )
+    if held:
+        failed = {run.kind: run.counts.failed for run in held}
+        lines.append(
+            f"delete delay {held[0].delete_delay:g}s with lbhc's hold: the autoscaler waited "
+            "for lbhc's delay-deletion annotation to go, which lbhc took off once GCE's "
+            "getHealth called the node UNHEALTHY; new connections failed "
+            + ", ".join(f"{kind} {n}" for kind, n in failed.items())
         )
     return lines

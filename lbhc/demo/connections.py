@@ -213,7 +213,10 @@ def _settings(sandbox: Sandbox, scale: float, hold: bool = False) -> Settings:
         gce_endpoint=sandbox.compute_url,
         kubeconfig=str(sandbox.kubeconfig),
         lb_health_reads_per_minute=min(1500, round(30 / scale)),
-        lb_health_sample_sec=60 * scale,
+        # A marked node is read every min(10 s, this) (lbhc/controller/lb_verifier.py): at
+        # the sandbox's time scale, as its checks run, so a hold's release is not late by
+        # an unscaled 10 s.
+        lb_health_sample_sec=10 * scale,
     )
 
 
@@ -333,7 +336,19 @@ def _measure(
         raise RuntimeError(f"the scale-down of {victim} in sandbox {index + 1} failed: {exc!r}")
     if len(times) != len(worlds):
         raise RuntimeError(f"a scale-down of {victim} did not finish within the step timeout")
+    if hold:
+        _say_hold(times[0], delay * scale, say)
     return reports, [times[i] for i in range(len(worlds))]
+
+
+def _say_hold(times: ScaleDownTimes, delay: float, say: Callable[[str], None]) -> None:
+    """How long the autoscaler waited on lbhc's annotation, after its own delete delay."""
+    if times.held_until is None:
+        say(f"{times.node} was not held: the autoscaler found no delay-deletion annotation")
+        return
+    waited = times.held_until - times.tainted - delay
+    how = "its timeout ran out" if times.hold_timed_out else "lbhc took its annotation off"
+    say(f"{times.node} held {waited:.2f}s after the delete delay, until {how}; then its VM went")
 
 
 def _counts(report: LoadReport) -> dict[str, ConnectionCounts]:

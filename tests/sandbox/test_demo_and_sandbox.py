@@ -34,9 +34,14 @@ STEPS = [
     "connections",
 ]
 RUNS = [
-    f"{kind}{suffix}"
-    for suffix in ("", "-delay-5s")
-    for kind in ("without-check", "upstream", "with-lbhc")
+    *(
+        f"{kind}{suffix}"
+        for suffix in ("", "-delay-5s")
+        for kind in ("without-check", "upstream", "with-lbhc")
+    ),
+    # lbhc's deletion hold is on the node: it protects every load balancer holding it.
+    "upstream-delay-5s-hold",
+    "with-lbhc-delay-5s-hold",
 ]
 
 
@@ -95,6 +100,9 @@ def assert_connections_counted(connections: dict[str, dict[str, int]]) -> None:
     assert connections["upstream"]["failed"] == 0
     assert connections["without-check"]["failed"] > 0
     assert connections["without-check-delay-5s"]["failed"] > 0
+    # At the same 5 s delete delay, the hold keeps the VM until GCE calls it UNHEALTHY.
+    assert connections["with-lbhc-delay-5s-hold"]["failed"] == 0
+    assert connections["upstream-delay-5s-hold"]["failed"] == 0
 
 
 def demo_summary(cloud_provider: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -124,7 +132,9 @@ def _timeless(line: str) -> str:
     and the cloud provider's zero does not)."""
     line = re.sub(r" *\d+\.\d+s", " N s", re.sub(r"^\[\s*[\d.]+s\] ", "", line.rstrip()))
     line = _COUNTS_ROW.sub(lambda m: m.group(1) + " N N N N", line)
-    return re.sub(r"without-check \d+,", "without-check N,", line)
+    line = re.sub(r"without-check \d+,", "without-check N,", line)
+    # How long the hold lasted varies with when the check's probes fell.
+    return re.sub(r"after \d+ s", "after N s", line)
 
 
 def assert_readme_sample_matches(text: str) -> None:
