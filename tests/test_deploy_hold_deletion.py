@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -526,6 +527,26 @@ def test_it_combines_with_the_autopilot_component(tmp_path: Path) -> None:
     assert {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} <= {
         d["kind"] for d in docs
     }
+
+
+def test_the_documented_install_without_the_policy_keeps_the_grant(tmp_path: Path) -> None:
+    """docs/deploying.md's overlay for clusters older than 1.30, as written there: the two
+    policy objects gone, the RBAC grant (alone, as the page says) still there."""
+    deploying = (ROOT / "docs" / "deploying.md").read_text()
+    section = deploying.split("\n## Holding nodes until their load balancers drain them", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    (overlay,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    mine = tmp_path / "deploy" / "overlays" / "mine"
+    mine.mkdir()
+    (mine / "kustomization.yaml").write_text(overlay)
+    docs = render("mine", root=tmp_path)
+    kinds = {d["kind"] for d in docs}
+    assert not kinds & {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    assert atoms(docs) == atoms(render(OVERLAY))
+    assert [d for d in docs if not d["kind"].startswith("ValidatingAdmission")] == [
+        d for d in render(OVERLAY) if not d["kind"].startswith("ValidatingAdmission")
+    ]
 
 
 # ---- The setting ----------------------------------------------------------------------------
