@@ -427,6 +427,30 @@ def test_the_policy_names_the_account_the_install_runs_lbhc_as() -> None:
     assert pod["serviceAccountName"] == subject["name"]
 
 
+def test_an_overlay_that_renames_the_account_leaves_the_policy_behind(tmp_path: Path) -> None:
+    """What admission-policy.yaml and docs/deploying.md warn of: kustomize's namespace and
+    namePrefix rename the ServiceAccount and the bindings, not the username in the CEL, so
+    the renamed account keeps the grant and escapes the policy."""
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    mine = tmp_path / "deploy" / "overlays" / "mine"
+    mine.mkdir()
+    (mine / "kustomization.yaml").write_text(
+        "namespace: other\nnamePrefix: x-\nresources:\n  - ../hold-deletion\n"
+    )
+    docs = render("mine", root=tmp_path)
+    account = one(docs, "ServiceAccount")["metadata"]
+    renamed = f"system:serviceaccount:{account['namespace']}:{account['name']}"
+    assert renamed == "system:serviceaccount:other:x-lbhc"
+    binding = one(docs, "ClusterRoleBinding", "x-lbhc-hold-deletion")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "x-lbhc", "namespace": "other"}
+    ]
+    policy_binding = one(docs, "ValidatingAdmissionPolicyBinding")["spec"]
+    assert policy_binding["policyName"] == "x-lbhc-hold-deletion"  # renamed with the policy
+    case = next(c for c in REFUSED if c.id == "adds a taint")
+    assert not policy(docs).judge(request(renamed), case.old, case.new).applies
+
+
 def test_the_policy_matches_node_updates_only_and_fails_closed() -> None:
     """UPDATE of the Node itself (any PATCH): not CREATE or DELETE, which RBAC refuses, nor
     nodes/status, which it does not grant. An error refuses (failurePolicy Fail), and the
