@@ -520,9 +520,15 @@ def lbhc_requests_through_everything(tmp_path: Path) -> set[Request]:
             w.kube.upsert(pod)
         pool = w.add_service("web")
         app = w.start(
-            settings={"readiness_policy": "enforce"}, leader_elect=True, readiness_settle_sec=0.1
+            settings={"readiness_policy": "enforce", "hold_deletion": "on"},
+            leader_elect=True,
+            readiness_settle_sec=0.1,
         )
         wait_for(lambda: w.attached(pool), what="converged")
+        wait_for(
+            lambda: any(e.method == "PATCH" and "/nodes/" in e.path for e in w.kube.journal),
+            what="lbhc's hold on a Node",
+        )
         w.kube.taint("node-1", "ToBeDeletedByClusterAutoscaler", "1", "NoSchedule")
         wait_for(
             lambda: (
@@ -590,20 +596,11 @@ OPT_IN_WRITES = {
     # delay-deletion.cluster-autoscaler.kubernetes.io/lbhc (PATCH /api/v1/nodes/NAME).
     "hold-deletion": OptInWrite(Request("", "nodes", "patch", "", ""), "patch_node_annotation"),
 }
-# The controller side of hold.deletion, not on every branch yet: until KubeApi has this method,
-# the node patch cannot be among the run's requests, and the tests that need it say so (xfail).
-HOLD_DELETION_METHOD = OPT_IN_WRITES["hold-deletion"].method
-
-
-def hold_deletion_pending() -> bool:
-    return not hasattr(KubeApi, HOLD_DELETION_METHOD)
 
 
 @pytest.mark.parametrize("overlay", sorted(OPT_IN_WRITES))
 def test_each_opt_in_write_names_the_kube_api_method_that_makes_it(overlay: str) -> None:
     write = OPT_IN_WRITES[overlay]
-    if write.method == HOLD_DELETION_METHOD and hold_deletion_pending():
-        pytest.xfail(f"KubeApi.{write.method} (lbhc/kube/client.py) is the controller side's")
     assert callable(getattr(KubeApi, write.method, None)), write.method
     assert allowed(granted_rules(render(overlay)), write.request)
 
@@ -633,10 +630,4 @@ def test_rbac_grants_exactly_what_lbhc_calls(tmp_path: Path) -> None:
         else:  # its write alone is unused: the run never made it
             assert unused_grants(rules, common) == [write.unused()], overlay
             unexercised.append(overlay)
-    if unexercised == ["hold-deletion"] and hold_deletion_pending():
-        pytest.xfail(
-            f"nothing patches a Node yet: KubeApi.{HOLD_DELETION_METHOD} and the setting "
-            "hold.deletion are the controller side's; with them, lbhc_requests_through_everything "
-            "turns hold.deletion on and this test checks the node patch both ways"
-        )
     assert not unexercised, f"the run made no request of {unexercised}'s opt-in write"
