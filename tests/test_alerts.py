@@ -125,6 +125,22 @@ SCENARIOS = [
         Series().add("lbhc_node_tags_unmatched", then([0, 0, 0], steady(1))),
         3,
     ),
+    Scenario(
+        "LbhcHoldReachedAutoscalerTimeout",
+        "every hold released by lbhc",
+        Series()
+        .add("lbhc_deletion_hold_releases_total", steady(0), reason="node-deleted")
+        .add("lbhc_deletion_hold_releases_total", [float(m) for m in range(46)], reason="drained"),
+        None,
+    ),
+    Scenario(
+        "LbhcHoldReachedAutoscalerTimeout",
+        "a node deleted while held at minute 4",
+        Series().add(
+            "lbhc_deletion_hold_releases_total", then([0] * 4, steady(1)), reason="node-deleted"
+        ),
+        4,
+    ),
     Scenario("LbhcConflict", "none", Series().add("lbhc_conflicts", steady(0)), None),
     Scenario("LbhcConflict", "two, from the start", Series().add("lbhc_conflicts", steady(2)), 15),
     # Probes blocked, pools failing open (existing alerts, checked here).

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from lbhc.gce.client import GceClient
     from lbhc.model.cluster import ClusterSnapshot
     from lbhc.model.lb_health import LbHealthView
+    from lbhc.planner.hold import HoldPlan
     from lbhc.planner.status import StatusReport
     from lbhc.settings import Settings
 
@@ -68,11 +69,12 @@ def _status(args: argparse.Namespace) -> int:
         else:
             failing_since = failing_since or now
             warning = failing.message(now - failing_since if args.watch else None)
+        holds = hold_status(cluster, report, settings, now)
         if args.output == "json":
-            body = status_json(report, lb_health, first_unhealthy)
+            body = status_json(report, lb_health, first_unhealthy, holds)
             print(json.dumps({**body, "failOpen": warning or None}, indent=2))
         else:
-            text = render_status_text(report, lb_health, first_unhealthy)
+            text = render_status_text(report, lb_health, first_unhealthy, holds)
             print(text + (f"\nWarning: {warning}" if warning else ""))
         if not args.watch:
             return EXIT_OK
@@ -118,6 +120,20 @@ def _assess(
     view = lb_health_view(report, states)
     judged = assess(cluster, dataclasses.replace(cloud, lb_health=view), config, the_plan)
     return judged, states
+
+
+def hold_status(
+    cluster: ClusterSnapshot, report: StatusReport, settings: Settings, now: float
+) -> HoldPlan | None:
+    """Each node's deletion hold, as the controller decides it (planner/hold), when the hold
+    is on or some node carries lbhc's annotation (it was on once); None otherwise."""
+    from lbhc.planner.hold import HoldConfig, is_held, plan_holds
+
+    if settings.hold.deletion != "on" and not any(is_held(n) for n in cluster.nodes):
+        return None
+    config = HoldConfig(release_margin_sec=settings.hold.release_margin_sec)
+    complete = cluster.complete and cluster.versions_complete
+    return plan_holds(cluster.nodes, report.nodes, config, now, complete=complete)
 
 
 def lb_health_view(report: StatusReport, states: dict[str, str]) -> LbHealthView:
@@ -195,9 +211,13 @@ def _since(marked_at: str, unhealthy: Unhealthy | None) -> str:
 
 
 def status_json(
-    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, Unhealthy]
+    report: StatusReport,
+    lb_health: dict[str, str],
+    first_unhealthy: dict[str, Unhealthy],
+    holds: HoldPlan | None = None,
 ) -> dict[str, Any]:
     body = report.to_json()
+    body["holds"] = holds.to_json() if holds is not None else None
     for node, entry in zip(report.nodes, body["nodes"], strict=True):
         if lb_health:
             entry["lbHealth"] = lb_health.get(node.node, "")
@@ -230,7 +250,10 @@ def _yes_no(value: bool | None) -> str:
 
 
 def render_status_text(
-    report: StatusReport, lb_health: dict[str, str], first_unhealthy: dict[str, Unhealthy]
+    report: StatusReport,
+    lb_health: dict[str, str],
+    first_unhealthy: dict[str, Unhealthy],
+    holds: HoldPlan | None = None,
 ) -> str:
     health = report.kube_proxy
     condition = {True: "healthy", False: "UNHEALTHY", None: "unknown"}[health.healthy]
@@ -314,6 +337,12 @@ def render_status_text(
             lines.append(f"Note: node {node.node} is partially-draining: {node.drain.reason}")
         if node.kube_proxy.note:
             lines.append(f"Note: node {node.node}: {node.kube_proxy.note}")
+    if holds is not None:
+        lines += ["", f"DELETION HOLDS ({holds.holds} node(s) carry lbhc's annotation)"]
+        lines += _table(
+            ["NODE", "HOLD", "WHY"],
+            [[h.node, h.state.value, h.reason] for h in holds.nodes],
+        )
     if report.readiness.findings:
         lines += ["", "KUBE-PROXY PROBES"]
         for finding in report.readiness.findings:
