@@ -82,6 +82,8 @@ class ConnectionRun:
     counts: ConnectionCounts
     trace: RunTrace | None = None  # what lbhc demo --timeline draws
     hold: bool = False  # lbhc held the node's deletion (hold.deletion on)
+    scale_down: ScaleDownTimes | None = None  # its sandbox's scale-down, step by step
+    released: str = ""  # with a hold: the note of lbhc's DeletionReleased Event on the node
 
     @property
     def name(self) -> str:
@@ -161,6 +163,7 @@ def _scale_down_at(
             for world in worlds:
                 _wait_ready(world, options, hold)
             reports, times = _measure(delay, options, worlds, say, hold)
+            released = _released(with_lbhc.sandbox, node_name(1)) if hold else ""
             found = {kind: counts for report in reports for kind, counts in _counts(report).items()}
             traces = {
                 trace.name: trace
@@ -169,8 +172,22 @@ def _scale_down_at(
             }
         finally:
             _stop_lbhc(with_lbhc)
-    runs = [ConnectionRun(kind, delay, found[kind], hold=hold) for kind in KINDS if kind in found]
-    return [dataclasses.replace(run, trace=traces.get(run.name)) for run in runs]
+    world_of = {kind: i for i, world in enumerate(worlds) for kind in world.pools}
+    runs = [
+        ConnectionRun(kind, delay, found[kind], hold=hold, scale_down=times[world_of[kind]])
+        for kind in KINDS
+        if kind in found
+    ]
+    return [dataclasses.replace(run, trace=traces.get(run.name), released=released) for run in runs]
+
+
+def _released(sandbox: Sandbox, node: str) -> str:
+    """What lbhc's DeletionReleased Event on the node says ("" for none)."""
+    for event in sandbox.kube.objects("Event"):
+        regarding = event.get("regarding") or {}
+        if event.get("reason") == "DeletionReleased" and regarding.get("name") == node:
+            return str(event.get("note") or "")
+    return ""
 
 
 def _sandbox(options: ComparisonOptions) -> Sandbox:
@@ -337,18 +354,24 @@ def _measure(
     if len(times) != len(worlds):
         raise RuntimeError(f"a scale-down of {victim} did not finish within the step timeout")
     if hold:
-        _say_hold(times[0], delay * scale, say)
+        _say_hold(times[0], delay * scale, say, _released(worlds[0].sandbox, victim))
     return reports, [times[i] for i in range(len(worlds))]
 
 
-def _say_hold(times: ScaleDownTimes, delay: float, say: Callable[[str], None]) -> None:
+def _say_hold(
+    times: ScaleDownTimes, delay: float, say: Callable[[str], None], released: str
+) -> None:
     """How long the autoscaler waited on lbhc's annotation, after its own delete delay."""
     if times.held_until is None:
         say(f"{times.node} was not held: the autoscaler found no delay-deletion annotation")
         return
     waited = times.held_until - times.tainted - delay
     how = "its timeout ran out" if times.hold_timed_out else "lbhc took its annotation off"
-    say(f"{times.node} held {waited:.2f}s after the delete delay, until {how}; then its VM went")
+    why = f" ({released})" if released and not times.hold_timed_out else ""
+    say(
+        f"{times.node} held {waited:.2f}s after the delete delay, until {how}{why}; then its "
+        "VM went"
+    )
 
 
 def _counts(report: LoadReport) -> dict[str, ConnectionCounts]:
