@@ -39,7 +39,7 @@ _ADMIN = "or with an admin kubeconfig (--kubeconfig / --context)"
 class Released:
     dry_run: bool
     held: tuple[str, ...]  # carried lbhc's annotation when listed
-    released: tuple[str, ...]  # no longer carry it (dry run: would not)
+    released: tuple[str, ...]  # patched: carry it no more (dry run: none)
     gone: tuple[str, ...]  # deleted between the list and their patch
     others: tuple[tuple[str, tuple[str, ...]], ...]  # node, its other delay-deletion keys
     unread: tuple[Undecodable, ...]  # Nodes that could not be decoded: not looked at
@@ -209,10 +209,10 @@ def _unread(unread: Sequence[Undecodable]) -> int:
     first = unread[0]
     more = f" and {len(unread) - 1} more" if len(unread) > 1 else ""
     print(
-        f"lbhc: error: {len(unread)} Node(s) could not be decoded and were left as they are "
-        f"({first.key}: {first.problem}{more}): check them with `kubectl get node {first.key} "
-        f"-o yaml` and remove the annotation by hand: `kubectl annotate node {first.key} "
-        f"{HOLD_ANNOTATION}-`",
+        f"lbhc: error: {len(unread)} Node(s) could not be decoded, so lbhc cannot tell whether "
+        f"they carry its hold and left them as they are ({first.key}: {first.problem}{more}): "
+        f"look with `kubectl get node {first.key} -o yaml` and, if the annotation is there, "
+        f"remove it: `kubectl annotate node {first.key} {HOLD_ANNOTATION}-`",
         file=sys.stderr,
     )
     return EXIT_ERROR

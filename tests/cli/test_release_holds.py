@@ -295,7 +295,8 @@ def test_a_node_that_does_not_decode_is_named_with_the_fix(
     assert code == EXIT_ERROR
     assert out.startswith("Removed lbhc's hold from 2 node(s); ")  # the others are done
     [line] = err.splitlines()
-    assert "1 Node(s) could not be decoded and were left as they are (broken: spec.taints" in line
+    assert "1 Node(s) could not be decoded, so lbhc cannot tell whether they carry" in line
+    assert "left them as they are (broken: spec.taints" in line
     assert line.endswith(f"`kubectl annotate node broken {HOLD_ANNOTATION}-`")
 
 
