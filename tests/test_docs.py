@@ -293,9 +293,11 @@ def test_license_is_apache_2_as_pyproject_declares() -> None:
 
 # --- one uninstall order -----------------------------------------------------------------
 
-# The steps, in the order every doc must give them: stop writing, undo GCE, remove manifests.
+# The steps, in the order every doc must give them: stop writing, take lbhc's hold off the
+# Nodes while its RBAC exists, undo GCE, remove manifests.
 UNINSTALL_STEPS = (
     ("scale to 0", re.compile(r"^kubectl .*\bscale\b.*--replicas=0\b")),
+    ("release holds", re.compile(r"^lbhc release-holds\b")),
     ("teardown", re.compile(r"^lbhc teardown\b")),
     ("delete the manifests", re.compile(r"^kubectl delete -k\b")),
 )

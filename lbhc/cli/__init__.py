@@ -1,6 +1,6 @@
 """The command line: `lbhc plan`, `lbhc apply` (one pass), `lbhc status` (what lbhc sees),
-`lbhc run` (the controller), `lbhc teardown` (uninstall), `lbhc sandbox` and `lbhc demo`
-(no cloud needed), `lbhc version`."""
+`lbhc run` (the controller), `lbhc teardown` and `lbhc release-holds` (uninstall: GCE, and
+the Nodes' annotations), `lbhc sandbox` and `lbhc demo` (no cloud needed), `lbhc version`."""
 
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from lbhc.cli.teardown import teardown
 
             return teardown(args)
+        if args.command == "release-holds":
+            from lbhc.cli.release_holds import release_holds
+
+            return release_holds(args)
         from lbhc.cli.oneshot import plan_or_apply
 
         return plan_or_apply(args)

@@ -50,7 +50,8 @@ def _setting_names(action: argparse.Action) -> str:
     from lbhc.settings import FLAG_SETTINGS, lookup
 
     # A setting's flag defaults to None (not given: the variable, the file or the model
-    # decide); teardown's own --dry-run shares a name with a setting but is not one.
+    # decide); teardown's and release-holds' own --dry-run share a name with a setting but
+    # are not one.
     if action.dest not in FLAG_SETTINGS or action.default is not None:
         return ""
     name = lookup(action.dest)
@@ -172,14 +173,17 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
             "[brackets]; flags win, then variables, then the file)"
         )
     )
-    kube = parser.add_argument_group("Kubernetes")
+    _kube_flags(parser.add_argument_group("Kubernetes"))
+    _log_level_flag(parser)
+
+
+def _kube_flags(kube: argparse._ArgumentGroup) -> None:
     kube.add_argument(
         "--kubeconfig",
         metavar="FILE",
         help="default: in-cluster config, else $KUBECONFIG, else ~/.kube/config",
     )
     kube.add_argument("--context", help="kubeconfig context (default: its current-context)")
-    _log_level_flag(parser)
 
 
 def _versions(text: str) -> list[str]:
@@ -306,6 +310,26 @@ def _teardown_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     teardown.set_defaults(log_format="text")
 
 
+def _release_holds_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    release = sub.add_parser(
+        "release-holds",
+        help="uninstall from the cluster: remove lbhc's delay-deletion annotation from every "
+        "Node (hold.deletion; Kubernetes access only, other annotations untouched)",
+    )
+    release.add_argument(
+        "--config", type=Path, metavar="FILE", help="YAML settings file (flags override it)"
+    )
+    _kube_flags(
+        release.add_argument_group("Kubernetes (the kube.* settings apply, its timeouts included)")
+    )
+    release.add_argument(
+        "--dry-run", action="store_true", help="list the nodes it would release, change nothing"
+    )
+    _output_flag(release)
+    _log_level_flag(release)
+    release.set_defaults(log_format="text")
+
+
 def _output_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", choices=("text", "json"), default="text", help="output format")
 
@@ -393,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     completion.add_argument("shell", choices=("bash",), help="the shell to complete for")
     completion.set_defaults(log_format="text", log_level=None)
     _teardown_parser(sub)
+    _release_holds_parser(sub)
     _sandbox_parsers(sub)
 
     run = sub.add_parser(

@@ -4,7 +4,7 @@ setting, what it expects and where the value came from."""
 
 from lbhc.settings.describe import default_text
 from lbhc.settings.load import SettingsError, load_settings
-from lbhc.settings.model import GceOnlySettings, Settings
+from lbhc.settings.model import GceOnlySettings, KubeOnlySettings, Settings
 from lbhc.settings.names import (
     FLAG_SETTINGS,
     RUN_SETTINGS,
@@ -18,6 +18,7 @@ __all__ = [
     "RUN_SETTINGS",
     "SETTING_NAMES",
     "GceOnlySettings",
+    "KubeOnlySettings",
     "Settings",
     "SettingsError",
     "default_text",

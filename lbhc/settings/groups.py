@@ -133,6 +133,15 @@ class TeardownGceSettings(GceSettings):
     node_tags: GceNames = Field(default_factory=list)
 
 
+class ClusterOnlyGceSettings(TeardownGceSettings):
+    """For `lbhc release-holds`, which talks to the cluster alone (GCE may be gone, or the
+    settings at hand are another cluster's): no GCE setting is needed, and one given (a
+    --config or LBHC_GCE_* shared with `lbhc run`) is still checked as usual."""
+
+    project: ProjectId | None = None  # type: ignore[assignment]
+    region: Region | None = None  # type: ignore[assignment]
+
+
 class HealthCheckSettings(Group):
     """lbhc's shared check and its firewall rule: their names and the check's timings."""
 

@@ -17,6 +17,7 @@ from lbhc.gce.config import (
 from lbhc.kube.config import KubeConfig
 from lbhc.planner.config import HEALTH_CHECKER_RANGES, PlannerConfig, Selector
 from lbhc.settings.groups import (
+    ClusterOnlyGceSettings,
     ControllerSettings,
     GceSettings,
     HealthCheckSettings,
@@ -148,6 +149,13 @@ class GceOnlySettings(Settings):
     gce: TeardownGceSettings
 
 
+class KubeOnlySettings(Settings):
+    """For `lbhc release-holds`, which reads and writes Nodes only: the kube settings count,
+    the GCE ones are optional."""
+
+    gce: ClusterOnlyGceSettings
+
+
 def selector_pairs(selector: str) -> Selector:
     return tuple(
         (key.strip(), value.strip())
@@ -160,7 +168,8 @@ def selector_alternatives(value: str) -> tuple[Selector, ...]:
 
 
 def group_model(settings_cls: type[Settings], group: str) -> type[Any]:
-    """The model class of a group (GceOnlySettings has its own for gce)."""
+    """The model class of a group (GceOnlySettings and KubeOnlySettings have their own for
+    gce)."""
     annotation = settings_cls.model_fields[group].annotation
     assert isinstance(annotation, type)
     return annotation

@@ -67,8 +67,8 @@ def test_a_flag_that_is_a_setting_names_it_as_the_file_and_the_environment_spell
     parser: argparse.ArgumentParser, action: argparse.Action
 ) -> None:
     """So `--help` alone tells a Deployment author the ConfigMap key and the variable. A
-    command's own flag that shares a setting's name (teardown's --dry-run, which the setting
-    controller.dry_run does not reach) must not claim to be it."""
+    command's own flag that shares a setting's name (teardown's and release-holds' --dry-run,
+    which the setting controller.dry_run does not reach) must not claim to be it."""
     from lbhc.settings import FLAG_SETTINGS, lookup
 
     shown = parser._get_formatter()._expand_help(action)
@@ -78,7 +78,7 @@ def test_a_flag_that_is_a_setting_names_it_as_the_file_and_the_environment_spell
         assert f"[{name.path}, {name.env}]" in shown, shown
     else:
         assert "LBHC_" not in shown, shown
-    if parser.prog == "lbhc teardown" and action.dest == "dry_run":
+    if parser.prog in ("lbhc teardown", "lbhc release-holds") and action.dest == "dry_run":
         assert not is_setting
 
 
@@ -94,6 +94,7 @@ def test_there_are_flags_to_check() -> None:
         ["status", "--lb"],
         ["run", "--leader-elect-lease", "15s"],
         ["teardown", "--dry"],
+        ["release-holds", "--kube", "f"],
     ],
     ids=lambda argv: " ".join(argv[:2]),
 )

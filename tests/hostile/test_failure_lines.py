@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lbhc.cli.parser import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from lbhc.planner.hold import HOLD_ANNOTATION, HOLD_VALUE
 from lbhc.sandbox.streaming import StreamingServer
 from tests.builders import PROJECT, REGION
 from tests.builders.kube import (
@@ -24,6 +25,7 @@ from tests.builders.kube import (
     namespace,
     node,
     service,
+    with_annotations,
     with_ingress_ip,
 )
 from tests.hostile.cli import Outcome, run_cli
@@ -105,6 +107,12 @@ def broken_node(w: World) -> None:
     w.fakes.kube.upsert(bad)
 
 
+def held_node_unpatchable(w: World) -> None:
+    """A node carrying lbhc's hold, which lbhc's identity may no longer patch."""
+    w.fakes.kube.upsert(node("held", with_annotations({HOLD_ANNOTATION: HOLD_VALUE})))
+    w.fakes.kube.faults.fail_requests(times=5, status=403, path_contains="/api/v1/nodes/held")
+
+
 def no_kubeconfig_anywhere(w: World) -> None:
     w.monkeypatch.setenv("HOME", str(w.tmp / "home"))
     w.monkeypatch.delenv("KUBECONFIG", raising=False)
@@ -156,6 +164,25 @@ CASES = [
             lambda w: ["cannot list nodes", w.dead_url, KUBE_AT, "connection refused"],
         )
         for name in ("plan", "apply", "status")
+    ),
+    Case(
+        "kube-unreachable-release-holds",
+        lambda w: ["release-holds", f"--kubeconfig={w.dead_kubeconfig()}"],
+        EXIT_ERROR,
+        lambda w: ["cannot list nodes", w.dead_url, KUBE_AT, "connection refused"],
+    ),
+    Case(
+        "release-holds-patch-forbidden",
+        lambda w: ["release-holds", f"--kubeconfig={w.fakes.kubeconfig}"],
+        EXIT_ERROR,
+        lambda w: [
+            f"cannot remove {HOLD_ANNOTATION} from Node held",
+            "HTTP 403",
+            "lbhc's RBAC for patching nodes",
+            "is gone or missing",
+            "run `lbhc release-holds` before `kubectl delete -k`, or with an admin kubeconfig",
+        ],
+        held_node_unpatchable,
     ),
     Case(
         "kube-nodes-forbidden",
@@ -498,8 +525,11 @@ def world(
     yield World(clean_fakes, tmp_path, monkeypatch, not_compute)
     clean_fakes.kube.faults.clear()
     clean_fakes.compute.faults.clear()
-    if any(n["metadata"]["name"] == "broken" for n in clean_fakes.kube.objects("Node")):
-        clean_fakes.kube.delete("Node", None, "broken")
+    present = {n["metadata"]["name"] for n in clean_fakes.kube.objects("Node")}
+    for name in sorted(
+        {"broken", "held"} & present
+    ):  # what broken_node and held_node_unpatchable add
+        clean_fakes.kube.delete("Node", None, name)
 
 
 def assert_one_line(result: Outcome, code: int, fragments: list[str]) -> None:
@@ -567,8 +597,11 @@ TABLE_ROWS: dict[str, tuple[str, ...]] = {
         "kubeconfig-a-list",
         "kubeconfig-no-such-context",
     ),
-    "API server unreachable": tuple(f"kube-unreachable-{c}" for c in ("plan", "apply", "status")),
+    "API server unreachable": tuple(
+        f"kube-unreachable-{c}" for c in ("plan", "apply", "status", "release-holds")
+    ),
     "API server refuses (401/403)": ("kube-nodes-forbidden", "kube-credentials-refused"),
+    "`release-holds` may not patch nodes (403)": ("release-holds-patch-forbidden",),
     "Compute API unreachable": ("gce-unreachable-plan", "gce-unreachable-teardown"),
     "`--gce-endpoint` is not the Compute API": (
         "gce-endpoint-not-compute",
