@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import cached_property
 
 from lbhc.model.backend import BackendView
 from lbhc.model.cloud import instance_url, resource_path
@@ -104,7 +105,13 @@ class DrainJudge:
             return Drainability(
                 False, f"kube-proxy {version} {known} fail /healthz for a node being deleted{why}"
             )
-        views = (*self._pools, *(b.view for b in self._backends))
+        return self._by_load_balancers
+
+    @cached_property
+    def _by_load_balancers(self) -> Drainability:
+        """What every load balancer does for a node marked now: the same for every node not
+        excluded, so judged once per pass, not once per node (pools x nodes at scale)."""
+        views = (*(self._pools or ()), *(b.view for b in self._backends))
         draining = [v for v in views if v.kind is PoolDrainKind.HEALTHZ]
         if draining:
             bound = max((v.bound_seconds or 0 for v in draining), default=0) or None
