@@ -353,6 +353,37 @@ def test_a_held_marked_node_gone_from_the_list_counts_a_node_deleted_release(
     assert r.releases("node-deleted") == 1  # counted once
 
 
+def test_a_held_marked_node_missing_from_an_incomplete_view_is_not_counted_deleted(
+    rig: MakeRig,
+) -> None:
+    """The cache drops a Node it cannot decode, and says the view is incomplete: the Node may
+    still exist, so its hold is neither counted as ended nor told again when it is back
+    (as controller/drain_timing treats a node missing from a partial list)."""
+    r = rig()
+    held = (marked_node("m", HELD),)
+    r.holder.hold(held, report(status("m", draining())), complete=True)
+    r.clock.now += 5
+    r.holder.hold((), report(), complete=False)
+    assert r.releases("node-deleted") == 0
+    assert r.sample("lbhc_deletion_hold_duration_seconds_count") == 0
+    r.clock.now += 5
+    r.holder.hold(held, report(status("m", draining())), complete=True)
+    assert r.reasons() == ["DeletionHeld"]
+
+
+def test_a_held_marked_node_missing_then_gone_from_a_complete_view_is_counted_once(
+    rig: MakeRig,
+) -> None:
+    r = rig()
+    r.holder.hold((marked_node("m", HELD),), report(status("m", draining())), complete=True)
+    r.clock.now = MARK + 30
+    r.holder.hold((), report(), complete=False)
+    r.clock.now = MARK + 40
+    r.holder.hold((), report(), complete=True)
+    assert r.releases("node-deleted") == 1
+    assert r.sample("lbhc_deletion_hold_duration_seconds_sum") == 40
+
+
 def test_deletion_held_is_told_once_per_mark(rig: MakeRig) -> None:
     r = rig()
     for _ in range(3):
