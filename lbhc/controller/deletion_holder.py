@@ -185,12 +185,11 @@ class DeletionHolder:
 
     # -- the writer -------------------------------------------------------------------------
     def _enqueue(self, writes: Sequence[HoldWrite], now: float) -> None:
-        self._recent = {k: t for k, t in self._recent.items() if now - t < RECENT_WRITE_SEC}
-        fresh = [w for w in writes if (w.node, w.add) not in self._recent]
-        # Releases first (a deletion waits on them), then removals, then adds.
-        ordered = sorted(fresh, key=lambda w: (w.release is None, w.add))
-        with self._cond:
-            self._queue = ordered
+        with self._cond:  # the writer records its writes in _recent as they succeed
+            self._recent = {k: t for k, t in self._recent.items() if now - t < RECENT_WRITE_SEC}
+            fresh = [w for w in writes if (w.node, w.add) not in self._recent]
+            # Releases first (a deletion waits on them), then removals, then adds.
+            self._queue = sorted(fresh, key=lambda w: (w.release is None, w.add))
             self._cond.notify_all()
 
     def start(self) -> DeletionHolder:
@@ -260,7 +259,8 @@ class DeletionHolder:
                 EventSpec(node_ref(write.node), "DeletionHoldFailed", "Hold", note, "Warning")
             )
             return
-        self._recent[(write.node, write.add)] = self._clock()
+        with self._cond:
+            self._recent[(write.node, write.add)] = self._clock()
         self._metrics.hold_writes.labels(action, "ok").inc()
         log.info(
             "%s %s on Node %s: %s",

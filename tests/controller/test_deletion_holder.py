@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from kubernetes.client.exceptions import ApiException
@@ -25,7 +25,7 @@ from lbhc.planner.drain import Drainability, DrainState, NodeDrain
 from lbhc.planner.hold import HOLD_ANNOTATION, HOLD_VALUE, HoldConfig, HoldState
 from lbhc.planner.status import NodeStatus, StatusReport
 from tests.builders import TO_BE_DELETED, assessed, cloud, cluster, kube, node
-from tests.waiting import wait_for
+from tests.waiting import seconds_until, wait_for
 
 MARK = 1_800_000_000  # the autoscaler's taint value: Unix seconds
 MARGIN = 10.0
@@ -73,6 +73,8 @@ class RecordingAnnotator:
     with an ApiException of `fail_with[node]` for the nodes named there."""
 
     fail_with: dict[str, int] = field(default_factory=dict)
+    # A patch of a node named here answers only once its gate is open.
+    gates: dict[str, threading.Event] = field(default_factory=dict)
     calls: list[tuple[str, str, str | None]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -81,6 +83,9 @@ class RecordingAnnotator:
         with self.lock:
             self.calls.append((name, key, value))
             self.times.append(time.monotonic())
+        gate = self.gates.get(name)
+        if gate is not None:
+            assert gate.wait(timeout=10), f"the gate of {name} never opened"
         status_code = self.fail_with.get(name)
         if status_code is not None:
             raise ApiException(status=status_code, reason="refused")
@@ -89,6 +94,27 @@ class RecordingAnnotator:
     def made(self) -> list[tuple[str, str, str | None]]:
         with self.lock:
             return list(self.calls)
+
+
+class StallingTime(float):
+    """A time that stops the pass in the middle of the first subtraction it is in: it calls
+    `go`, then waits (a bounded while) for `done`, then answers."""
+
+    go: Callable[[], None]
+    done: Callable[[], bool]
+    stalled: bool
+
+    def __new__(cls, value: float, go: Callable[[], None], done: Callable[[], bool]) -> Self:
+        made = super().__new__(cls, value)
+        made.go, made.done, made.stalled = go, done, False
+        return made
+
+    def __sub__(self, other: float) -> float:
+        if not self.stalled:
+            self.stalled = True
+            self.go()
+            seconds_until(self.done, timeout=0.5)
+        return float(self) - other
 
 
 @dataclass
@@ -294,6 +320,24 @@ def test_the_same_write_is_not_queued_again_while_it_is_recent(rig: MakeRig) -> 
     r.clock.now += 2
     r.holder.hold(unannotated, report(status("n")), complete=True)
     assert r.holder.pending() == 1
+
+
+def test_a_write_that_ends_while_a_pass_forgets_old_writes_does_not_break_the_pass(
+    rig: MakeRig,
+) -> None:
+    """The writer records each write it made (so the next passes do not queue it again) while
+    a pass forgets those older than RECENT_WRITE_SEC: the two must not meet in the middle.
+    The pass is stopped in the middle of its look at the recorded writes and the writer let
+    finish a write there."""
+    gate = threading.Event()
+    r = rig(annotator=RecordingAnnotator(gates={"n2": gate}))
+    r.holder.hold((node("n1"),), report(status("n1")), complete=True)
+    wait_for(lambda: r.writes("add", "ok") == 1, what="n1's add recorded")
+    r.holder.hold((node("n2"),), report(status("n2")), complete=True)
+    wait_for(lambda: len(r.annotator.made()) == 2, what="the writer in n2's patch")
+    r.clock.now = StallingTime(r.clock.now + 1, gate.set, lambda: r.writes("add", "ok") == 2)
+    r.holder.hold((), report(), complete=True)  # no RuntimeError from the recorded writes
+    wait_for(lambda: r.writes("add", "ok") == 2, what="n2's add recorded")
 
 
 def test_close_stops_the_thread(rig: MakeRig) -> None:
