@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lbhc.model.backend import BackendService
+from lbhc.model.backend import BackendService, BackendView
 from lbhc.model.cloud import ForwardingRule, HttpHealthCheck, TargetPool
 from lbhc.model.cluster import Node, Service
 from lbhc.model.firewall import EffectiveFirewall
@@ -96,6 +96,7 @@ class World:
     # (longer than the check's bound: the class fails open).
     serving: InstanceHealth = H
     pools_read: bool = True
+    backends_unreadable: str = ""  # why backend services could not be read ("" if read)
 
 
 DRAINS = World((WEB, API), (on(WEB, CP), on(API, CP)))
@@ -111,6 +112,9 @@ FAILING_OPEN = World((WEB,), (on(WEB, CP),), serving=U)
 # draining; the serving nodes are in its instance group, node m is not (as read).
 DRAINING_60 = backend("k8s2-rbs", SHARED_HC, backends=(SHARED_GROUP,), draining_timeout_sec=60)
 BACKEND = World((RBS,), backends=(DRAINING_60,))
+# The same Service, its backend services unreadable (a 403, a 503): which load balancers
+# hold the nodes, and whether they drain them, is unknown.
+BACKEND_UNREAD = World((RBS,), backends_unreadable="403 Forbidden")
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,9 @@ def report(
         lb_health=LbHealthView(readings, as_of=now, max_age=180, off=""),
         backends=backend_view(world.backends, {SHARED_GROUP: SERVING}),
     )
+    if world.backends_unreadable:
+        unread = BackendView(unreadable=world.backends_unreadable)
+        snapshot = dataclasses.replace(snapshot, backends=unread)
     if not world.pools_read:
         snapshot = dataclasses.replace(snapshot, pools_complete=False)
     pods = (
@@ -280,6 +287,19 @@ CASES = [
         "the target pools could not be read: nothing is added",
         victim(),
         world=dataclasses.replace(DRAINS, pools_read=False),
+        state=HoldState.NOT_HELD,
+        reason="unchanged",
+    ),
+    Case(
+        "backend services could not be read: whatever it carries stays",
+        victim(HELD),
+        world=BACKEND_UNREAD,
+        reason="unchanged: backend services could not be read (403 Forbidden)",
+    ),
+    Case(
+        "backend services could not be read: nothing is added",
+        victim(),
+        world=BACKEND_UNREAD,
         state=HoldState.NOT_HELD,
         reason="unchanged",
     ),
@@ -623,6 +643,18 @@ ABLE_CASES = [
         False,
         reason="exclude-from-external-load-balancers",
         node=victim(EXCLUDED),
+    ),
+    AbleCase(
+        "backend services unread, a Service without a target pool: unknown",
+        BACKEND_UNREAD,
+        None,
+        reason="backend services could not be read (403 Forbidden)",
+    ),
+    AbleCase(
+        "backend services unread, yet a target pool drains it: drainable",
+        dataclasses.replace(DRAINS, services=(*DRAINS.services, RBS), backends_unreadable="503"),
+        True,
+        BOUND,
     ),
     AbleCase(
         "target pools unread: unknown",
