@@ -428,6 +428,22 @@ def test_a_held_marked_node_missing_then_gone_from_a_complete_view_is_counted_on
     assert r.sample("lbhc_deletion_hold_duration_seconds_sum") == 40
 
 
+def test_a_new_holder_mid_hold_neither_strips_nor_re_adds(rig: MakeRig) -> None:
+    """A restart, or a new leader: its first pass over a held, marked node not yet drained
+    queues nothing, and counts the hold from the taint's time, not its own start."""
+    r = rig(start=False)
+    r.clock.now = MARK + 30
+    plan = r.holder.hold((marked_node("m", HELD),), report(status("m", draining())), True)
+    assert plan.writes == () and r.holder.pending() == 0
+    (hold,) = plan.nodes
+    assert (hold.state, hold.marked_since, hold.deadline) == (
+        HoldState.HELD,
+        MARK,
+        MARK + BOUND + MARGIN,
+    )
+    assert r.sample("lbhc_deletion_hold_longest_seconds") == 30
+
+
 def test_deletion_held_is_told_once_per_mark(rig: MakeRig) -> None:
     r = rig()
     for _ in range(3):
