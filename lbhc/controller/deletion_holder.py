@@ -185,7 +185,7 @@ class DeletionHolder:
 
     # -- the writer -------------------------------------------------------------------------
     def _enqueue(self, writes: Sequence[HoldWrite], now: float) -> None:
-        with self._cond:  # the writer records its writes in _recent as they succeed
+        with self._cond:  # the writer thread records into _recent
             self._recent = {k: t for k, t in self._recent.items() if now - t < RECENT_WRITE_SEC}
             fresh = [w for w in writes if (w.node, w.add) not in self._recent]
             # Releases first (a deletion waits on them), then removals, then adds.
