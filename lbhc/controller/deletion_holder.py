@@ -90,7 +90,11 @@ class DeletionHolder:
     # -- the pass's part ------------------------------------------------------------------
     def hold(self, nodes: Sequence[Node], report: StatusReport, complete: bool) -> HoldPlan:
         now = self._clock()
-        marked = {n.name for n in nodes if is_being_deleted(n)}
+        present = {n.name for n in nodes}
+        # On an incomplete view a Node not listed may still exist (the cache drops one it
+        # cannot decode): what is known of its hold is kept, and it is not counted deleted.
+        unseen = set() if complete else set(self._held_marked) - present
+        marked = {n.name for n in nodes if is_being_deleted(n)} | unseen
         self._first_seen_marked = {name: self._first_seen_marked.get(name, now) for name in marked}
         plan = plan_holds(
             nodes,
@@ -100,10 +104,11 @@ class DeletionHolder:
             complete=complete,
             first_seen_marked=self._first_seen_marked,
         )
-        self._count_deleted_while_held({n.name for n in nodes}, now)
+        if complete:
+            self._count_deleted_while_held(present, now)
         plan = self._with_release_words(plan)
-        self._observe(plan, now)
-        self._announce(plan)
+        self._observe(plan, now, unseen)
+        self._announce(plan, unseen)
         if self._options.dry_run:
             for write in plan.writes:
                 verb = "add" if write.add else "remove"
@@ -154,15 +159,16 @@ class DeletionHolder:
             nodes.append(hold)
         return HoldPlan(tuple(nodes), plan.writes, plan.next_deadline, plan.complete, plan.holds)
 
-    def _observe(self, plan: HoldPlan, now: float) -> None:
+    def _observe(self, plan: HoldPlan, now: float, unseen: set[str]) -> None:
         waiting = [h for h in plan.nodes if h.state is HoldState.HELD and h.marked_since]
-        self._held_marked = {h.node: h.marked_since or now for h in waiting}
+        kept = {name: since for name, since in self._held_marked.items() if name in unseen}
+        self._held_marked = kept | {h.node: h.marked_since or now for h in waiting}
         self._metrics.holds.set(plan.holds)
         self._metrics.holds_marked.set(len(waiting))
         longest = max((now - (h.marked_since or now) for h in waiting), default=0.0)
         self._metrics.hold_longest.set(longest)
 
-    def _announce(self, plan: HoldPlan) -> None:
+    def _announce(self, plan: HoldPlan, unseen: set[str]) -> None:
         """One Event on a marked Node when its hold starts to count."""
         for hold in plan.nodes:
             if hold.state is not HoldState.HELD or hold.marked_since is None:
@@ -175,7 +181,7 @@ class DeletionHolder:
                 EventSpec(node_ref(hold.node), "DeletionHeld", "Hold", f"deletion held: {note}")
             )
         marked = {h.node for h in plan.nodes if h.marked_since is not None}
-        self._announced &= marked
+        self._announced &= marked | unseen
 
     # -- the writer -------------------------------------------------------------------------
     def _enqueue(self, writes: Sequence[HoldWrite], now: float) -> None:

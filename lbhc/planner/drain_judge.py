@@ -116,6 +116,9 @@ class DrainJudge:
         if draining:
             bound = max((v.bound_seconds or 0 for v in draining), default=0) or None
             return Drainability(True, f"{len(draining)} load balancer(s) drain it", bound)
+        if self._backends_missing:  # one of those unread may hold and drain it
+            why = f"backend services could not be read ({self._backends_missing})"
+            return Drainability(None, why)
         if not views:
             return Drainability(False, "it is in no load balancer")
         listed = first_few([f"{v.name}: {v.why_not()}" for v in views], 2, "; ")
