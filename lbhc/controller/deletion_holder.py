@@ -245,6 +245,8 @@ class DeletionHolder:
         except Exception as exc:
             if status_of(exc) == NOT_FOUND:
                 self._metrics.hold_writes.labels(action, "gone").inc()
+                if write.release is not None:  # gone before its release: the hold ended so
+                    self._release_counted(ReleaseReason.NODE_DELETED, write.held_for or 0.0)
                 return
             self._metrics.hold_writes.labels(action, "error").inc()
             said = describe_kube_error(exc)

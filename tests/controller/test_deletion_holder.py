@@ -378,6 +378,18 @@ def test_a_release_is_counted_timed_and_told(rig: MakeRig) -> None:
     assert later.writes == ()
 
 
+def test_a_node_gone_before_its_release_is_sent_counts_a_node_deleted_release(
+    rig: MakeRig,
+) -> None:
+    r = rig(annotator=RecordingAnnotator(fail_with={"m": 404}))
+    r.clock.now = MARK + 21
+    nodes = (marked_node("m", HELD),)
+    r.holder.hold(nodes, report(status("m", draining(drained_at=MARK + 20))), True)
+    wait_for(lambda: r.releases("node-deleted") == 1, what="the hold's end counted")
+    assert r.writes("remove", "gone") == 1 and r.releases("drained") == 0
+    assert r.sample("lbhc_deletion_hold_duration_seconds_sum") == 21
+
+
 def test_a_held_marked_node_gone_from_the_list_counts_a_node_deleted_release(
     rig: MakeRig,
 ) -> None:
