@@ -109,8 +109,12 @@ class Demo:
                         break
             finally:
                 self._stop_controller()
+            # Those GCE carried out: a detach racing the cloud provider's delete of the same
+            # pool is refused (404) and changes nothing, as clean-up counts detaches.
             self.summary.gce_mutations = sum(
-                1 for e in self.sandbox.compute.mutating_requests() if e.client_id == IDENTITY
+                1
+                for e in self.sandbox.compute.mutating_requests()
+                if e.client_id == IDENTITY and e.status < 300
             )
         if self.options.connections and self.summary.ok:  # sandboxes of its own, after this one
             self._run_step("connections", self.step_connections, settings)
