@@ -185,6 +185,8 @@ def _decide(
         if release is None:
             why = "not held: marked before lbhc held it"
             return NodeHold(node.name, HoldState.NOT_HELD, why, marked_since=since), None
+        if release is ReleaseReason.NOTHING_DRAINS:  # never worth holding, so never held
+            return NodeHold(node.name, HoldState.NOT_HELD, f"not held: {why}", None, since), None
         return NodeHold(node.name, HoldState.RELEASED, f"released: {why}", release, since), None
     if release is None:
         left = max(0.0, deadline - now)

@@ -12,6 +12,7 @@ import pytest
 
 from lbhc.model.cloud import firewall_to_json
 from lbhc.model.cluster import DaemonSet
+from lbhc.planner.hold import HOLD_ANNOTATION
 from tests.builders import (
     PROJECT,
     TO_BE_DELETED,
@@ -155,3 +156,55 @@ def test_status_json_with_gce_health(
     assert code == 0, err
     assert "Warning: every serving node (1) is UNHEALTHY in target pool" in out
     assert "fails open" in out
+
+
+def test_status_shows_each_nodes_deletion_hold(
+    compute: ComputeEnv,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With hold.deletion on, each node's hold as the controller decides it: node-1 serving
+    and drainable (held, lbhc's annotation on it), node-2 marked and UNHEALTHY in its pool
+    (to be released), old-1 marked with a kube-proxy too old to drain it (never held)."""
+    attach_everything(compute)
+    compute.fake.set_instance_health(instance_url("node-2"), "UNHEALTHY")
+    path = scale_down_cluster(tmp_path)
+    listing = json.loads(path.read_text())
+    for item in listing["items"]:
+        if item["kind"] == "Node" and item["metadata"]["name"] in ("node-1", "node-2"):
+            item["metadata"]["annotations"] = {HOLD_ANNOTATION: "held", "other": "kept"}
+    path.write_text(json.dumps(listing))
+    monkeypatch.setenv("LBHC_HOLD_DELETION", "on")
+    argv = ["status", "--cluster-snapshot", str(path), "--lb-health", *gce_args(compute)]
+    code, out, err = run(capsys, *argv, "--output", "json")
+    assert code == 0, err
+    holds = json.loads(out)["holds"]
+    # A snapshot file may be partial: no hold is added or taken off on it, but releases,
+    # which only shorten a hold, are decided.
+    assert holds["holds"] == 2 and holds["complete"] is False
+    by_node = {h["node"]: h for h in holds["nodes"]}
+    assert by_node["node-1"]["state"] == "held"
+    assert by_node["node-1"]["reason"].startswith("unchanged: the cluster was not read in full")
+    assert by_node["node-2"]["state"] == "released"
+    assert by_node["node-2"]["release"] == "drained"
+    assert by_node["node-2"]["reason"].startswith("released: unhealthy in every load balancer")
+    assert by_node["old-1"]["state"] == "not-held"
+    assert by_node["old-1"]["reason"].startswith("not held: nothing can drain it")
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    section = out.split("DELETION HOLDS (2 node(s) carry lbhc's annotation)\n", 1)[1]
+    rows = {line.split()[0]: line.split()[1] for line in section.splitlines()[1:4]}
+    assert rows == {"node-1": "held", "node-2": "released", "old-1": "not-held"}
+
+
+def test_status_says_nothing_of_holds_while_the_hold_is_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], compute: ComputeEnv
+) -> None:
+    attach_everything(compute)
+    path = scale_down_cluster(tmp_path)
+    code, out, err = run(
+        capsys, "status", "--cluster-snapshot", str(path), "--output", "json", *gce_args(compute)
+    )
+    assert code == 0, err
+    assert json.loads(out)["holds"] is None

@@ -441,6 +441,15 @@ CASES = [
         marked_since=0,
     ),
     Case(
+        "marked, never held, nothing drains it: not held, never said released",
+        victim(marked=MARKED),
+        world=NO_CHECK,
+        at=5,
+        state=HoldState.NOT_HELD,
+        reason="not held: nothing can drain it",
+        marked_since=0,
+    ),
+    Case(
         "marked, never held, drained: nothing to take off",
         victim(marked=MARKED),
         seen=(Seen(U, 20),),
