@@ -249,6 +249,11 @@ class DeletionHolder:
                     self._release_counted(ReleaseReason.NODE_DELETED, write.held_for or 0.0)
                 return
             self._metrics.hold_writes.labels(action, "error").inc()
+            # What refused one Node (RBAC, the admission policy, the API server down) refuses
+            # the rest: the next pass queues them again, so a refusal costs one patch a pass,
+            # not one per node.
+            with self._cond:
+                self._queue = []
             said = describe_kube_error(exc)
             log.warning(
                 "could not %s %s on Node %s (%s)", action, HOLD_ANNOTATION, write.node, said

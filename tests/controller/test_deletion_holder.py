@@ -480,3 +480,18 @@ def test_a_pass_is_asked_for_at_a_held_nodes_deadline(rig: MakeRig) -> None:
 
 def test_the_autoscalers_timeout_is_a_gauge(rig: MakeRig) -> None:
     assert rig().sample("lbhc_deletion_hold_timeout_seconds") == 120
+
+
+def test_a_refused_patch_drops_the_rest_of_the_pass_writes(rig: MakeRig) -> None:
+    """RBAC missing refuses every Node alike: one refused patch a pass, not one per node."""
+    refused = {f"n{i}": 403 for i in range(20)}
+    r = rig(annotator=RecordingAnnotator(fail_with=refused))
+    nodes = tuple(node(f"n{i}") for i in range(20))
+    r.holder.hold(nodes, report(*(status(n.name) for n in nodes)), complete=True)
+    wait_for(lambda: r.writes("add", "error") == 1, what="the refused patch")
+    wait_for(lambda: r.holder.pending() == 0, what="the queue dropped")
+    assert r.writes("add", "error") == 1
+    r.holder.hold(nodes, report(*(status(n.name) for n in nodes)), complete=True)
+    wait_for(lambda: r.writes("add", "error") == 2, what="the next pass's one try")
+    wait_for(lambda: r.holder.pending() == 0, what="the queue dropped again")
+    assert r.writes("add", "error") == 2
