@@ -214,7 +214,13 @@ class ControllerApp:
 
     def _last_plan(self) -> dict[str, Any] | None:
         last = self.controller.last_pass if self.controller else None
-        return last.to_json() if last else None
+        if last is None:
+            return None
+        body = last.to_json()
+        holder = self.controller.holder if self.controller else None
+        if holder is not None and holder.last is not None:
+            body["holds"] = holder.last.to_json()  # each node's deletion hold, as decided
+        return body
 
     def run(self) -> None:
         """Blocks until stop(). Order matters on the way out: stop writing first."""

@@ -77,6 +77,14 @@ def test_a_controller_killed_mid_hold_leaves_the_node_deletable_within_the_timeo
                 timeout=60,
                 what=f"lbhc's hold on every node; its log:\n{lbhc.log_tail()}",
             )
+            # GET /plan says the same, node by node, as the controller decided it.
+            wait_for(
+                lambda: ((lbhc.last_plan() or {}).get("holds") or {}).get("holds") == 3,
+                timeout=30,
+                what="GET /plan's holds",
+            )
+            holds = (lbhc.last_plan() or {})["holds"]["nodes"]
+            assert {h["state"] for h in holds} == {"held"}, holds
             lbhc.kill9()
         victim = node_name(1)
         scaler = ScaleDown(
