@@ -11,10 +11,10 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Self
 from urllib.parse import urlsplit
 
+from lbhc.sandbox.lifecycle import StartedInWith
 from lbhc.sandbox.streaming import Body, StreamingServer
 
 from .behaviour import Version, reachable, respond, respond_cilium
@@ -35,7 +35,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class KubeProxyServer:
+class KubeProxyServer(StartedInWith):
     """kube-proxy `version`'s health server on http://host:port (port 0 picks a free one);
     `version` None is Cilium's kube-proxy replacement instead. start/stop or `with`; OSError
     from start when the address is taken."""
@@ -119,13 +119,4 @@ class KubeProxyServer:
         """Idempotent; open connections are closed, so a prober sees the node go away."""
         self._server.stop()
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    close = stop  # what leaving a `with` block does (StartedInWith)

@@ -26,9 +26,9 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from types import TracebackType
 from typing import Self
 
+from lbhc.sandbox.lifecycle import StartedInWith
 from lbhc.sandbox.loadgen import connection
 from lbhc.sandbox.loadgen.report import Attempt, LoadReport
 from lbhc.sandbox.loadgen.spec import LoadSpec
@@ -37,7 +37,7 @@ from lbhc.sandbox.loadgen.targets import check_fits, loopback_targets
 LATE_SEC = 1.0
 
 
-class LoadGenerator:
+class LoadGenerator(StartedInWith):
     """Sends `spec`'s load to every target (name -> (host, port), host within 127.0.0.0/8)
     and records one Attempt per connection. `clock` stamps the attempts and paces the
     schedule; it must count seconds as time.monotonic does (an offset is fine), so that the
@@ -139,15 +139,8 @@ class LoadGenerator:
             stopped_early=stopped,
         )
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop, and wait for the loop to end (what leaving a `with` block does)."""
         self.stop()
         # Bounded: a stop cancels every connection at once; only a wedged loop would miss it.
         self.wait(timeout=10.0)
