@@ -127,13 +127,12 @@ def hold_status(
 ) -> HoldPlan | None:
     """Each node's deletion hold, as the controller decides it (planner/hold), when the hold
     is on or some node carries lbhc's annotation (it was on once); None otherwise."""
-    from lbhc.planner.hold import HoldConfig, is_held, plan_holds
+    from lbhc.planner.hold import is_held, plan_holds
 
     if settings.hold.deletion != "on" and not any(is_held(n) for n in cluster.nodes):
         return None
-    config = HoldConfig(release_margin_sec=settings.hold.release_margin_sec)
     complete = cluster.complete and cluster.versions_complete
-    return plan_holds(cluster.nodes, report.nodes, config, now, complete=complete)
+    return plan_holds(cluster.nodes, report.nodes, settings.hold_config(), now, complete=complete)
 
 
 def lb_health_view(report: StatusReport, states: dict[str, str]) -> LbHealthView:

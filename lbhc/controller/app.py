@@ -37,7 +37,6 @@ from lbhc.kube.client import (
 )
 from lbhc.kube.resources import Resource
 from lbhc.planner.config import ReadinessPolicy
-from lbhc.planner.hold import HoldConfig
 from lbhc.planner.replacement import KNOWN_REPLACEMENT_NAMES, REPLACEMENT_NAMESPACE
 from lbhc.probe.prober import NodeProber
 from lbhc.settings import Settings
@@ -189,7 +188,7 @@ class ControllerApp:
             self.elector.may_write if self.elector else lambda: True,
             self.trigger.fire,
             HolderOptions(
-                HoldConfig(release_margin_sec=hold.release_margin_sec),
+                self.settings.hold_config(),
                 writes_per_sec=hold.writes_per_sec,
                 autoscaler_timeout_sec=hold.autoscaler_timeout_sec,
                 dry_run=self.options.dry_run,

@@ -30,6 +30,7 @@ from lbhc.planner.hold import (
     ReleaseReason,
     plan_holds,
 )
+from lbhc.planner.listing import first_few
 from lbhc.planner.nodes import is_being_deleted
 from lbhc.planner.status import StatusReport
 
@@ -110,15 +111,7 @@ class DeletionHolder:
         self._observe(plan, now, unseen)
         self._announce(plan, unseen)
         if self._options.dry_run:
-            for write in plan.writes:
-                verb = "add" if write.add else "remove"
-                log.info(
-                    "dry run: would %s %s on Node %s: %s",
-                    verb,
-                    HOLD_ANNOTATION,
-                    write.node,
-                    write.reason,
-                )
+            _log_dry_run(plan.writes)
         else:
             self._enqueue(plan.writes, now)
         if plan.next_deadline is not None:
@@ -306,3 +299,19 @@ class DeletionHolder:
         self._timer.daemon = True
         self._timer.start()
         self._timer_due = when
+
+
+def _log_dry_run(writes: Sequence[HoldWrite]) -> None:
+    """One line a pass, not one per node: at start, a dry run would add thousands."""
+    if not writes:
+        return
+    by_kind: dict[str, list[str]] = {"release": [], "take the hold off": [], "hold": []}
+    for write in writes:
+        kind = "hold" if write.add else "release" if write.release else "take the hold off"
+        by_kind[kind].append(write.node)
+    said = "; ".join(
+        f"{kind} {len(nodes)} node(s) ({first_few(nodes, 3)})"
+        for kind, nodes in by_kind.items()
+        if nodes
+    )
+    log.info("dry run: %s: would %s", HOLD_ANNOTATION, said)

@@ -16,6 +16,7 @@ from lbhc.gce.config import (
 )
 from lbhc.kube.config import KubeConfig
 from lbhc.planner.config import HEALTH_CHECKER_RANGES, PlannerConfig, Selector
+from lbhc.planner.hold import HoldConfig
 from lbhc.settings.groups import (
     ClusterOnlyGceSettings,
     ControllerSettings,
@@ -101,6 +102,10 @@ class Settings(BaseSettings):
             readiness_policy=self.readiness.policy,
             readiness_selectors=selector_alternatives(self.readiness.selector),
         )
+
+    def hold_config(self) -> HoldConfig:
+        """What the hold planner takes (lbhc/planner/hold.py), for `lbhc run` and `status`."""
+        return HoldConfig(release_margin_sec=self.hold.release_margin_sec)
 
     def gce_client_config(
         self, *, read_only: bool, client_id: str = "", controller: bool = False

@@ -8,6 +8,7 @@ real: tests wait on what it has done (tests/waiting.wait_for), never on a guesse
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -238,9 +239,16 @@ def test_writes_are_paced_within_burst_plus_rate_times_elapsed(rig: MakeRig) -> 
     assert times[-1] - began >= (count - burst) / rate - 0.05
 
 
-def test_a_dry_run_writes_nothing(rig: MakeRig) -> None:
+def test_a_dry_run_writes_nothing(rig: MakeRig, caplog: pytest.LogCaptureFixture) -> None:
     r = rig(dry_run=True)
-    plan = r.holder.hold(MIXED_NODES, MIXED, complete=True)
+    with caplog.at_level(logging.INFO, logger="lbhc.controller.deletion_holder"):
+        plan = r.holder.hold(MIXED_NODES, MIXED, complete=True)
+    # One line a pass says it all, whatever the number of nodes.
+    (said,) = [rec.getMessage() for rec in caplog.records if "dry run" in rec.getMessage()]
+    assert said == (
+        f"dry run: {HOLD_ANNOTATION}: would release 1 node(s) (c-drained); take the hold off "
+        "1 node(s) (b-undrainable); hold 1 node(s) (a-joins)"
+    )
     assert len(plan.writes) == 3  # the plan says what it would do
     assert r.holder.pending() == 0  # nothing queued, so the writer has nothing to send
     r.holder.close()
