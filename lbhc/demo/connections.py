@@ -37,7 +37,7 @@ from lbhc.demo.connection_traces import traces_of
 from lbhc.demo.observe import wait_until
 from lbhc.demo.trace import RunTrace
 from lbhc.model.cluster import Service
-from lbhc.planner.hold import HOLD_ANNOTATION
+from lbhc.planner.hold import DEFAULT_BOUND_SEC, HOLD_ANNOTATION, HoldConfig
 from lbhc.planner.names import target_pool_name
 from lbhc.sandbox.autoscaler import DEFAULT_DELETE_DELAY_SEC, ScaleDown, ScaleDownTimes
 from lbhc.sandbox.loadgen import LoadGenerator, LoadReport, LoadSpec
@@ -54,7 +54,8 @@ IDENTITY = "lbhc-demo-connections"
 LONG_DELETE_DELAY_SEC = 45.0
 WARM_UP_SEC = 4.0  # real seconds of load before the taint, scaled like the rest
 AFTER_SEC = 8.0  # real seconds of load after the Node object is gone, scaled
-HOLD_BOUND_SEC = 32.0 + 10.0  # a hold's longest: the default drain bound plus release margin
+# A hold's longest: the default drain bound plus the release margin.
+HOLD_BOUND_SEC = DEFAULT_BOUND_SEC + HoldConfig.release_margin_sec
 
 
 @dataclass(frozen=True)

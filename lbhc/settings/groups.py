@@ -22,6 +22,7 @@ from lbhc.planner.config import (
     ReplacementHealthz,
     UnknownVersionPolicy,
 )
+from lbhc.planner.hold import HoldConfig
 from lbhc.planner.names import GCE_NAME
 from lbhc.planner.versions import parse_version
 from lbhc.settings.types import (
@@ -265,7 +266,7 @@ class HoldSettings(Group):
     deletion: Literal["off", "on"] = "off"
     # Released this long after the drain bound has passed since the node was marked, even
     # when GCE's getHealth has not (yet) confirmed the drain.
-    release_margin_sec: Seconds = Field(default=10.0, ge=0, le=600)
+    release_margin_sec: Seconds = Field(default=HoldConfig.release_margin_sec, ge=0, le=600)
     # Node patches (annotation added or removed) per second, at most.
     writes_per_sec: float = Field(default=5.0, gt=0, le=100, allow_inf_nan=False)
     # What cluster-autoscaler's --node-deletion-delay-timeout is (its default: 2 minutes):
