@@ -73,8 +73,9 @@ class NodeDrain:
     evidence: str = ""
     # Load balancers that already took it out of their backends (read or derived).
     taken_out: tuple[LbRemoval, ...] = ()
-    # Unix time by which GCE showed every load balancer holding it no longer sending it new
-    # connections (UNHEALTHY since it was marked, or out of them all); None: not shown.
+    # Unix time by which every load balancer holding it sends it no new connections, as GCE
+    # showed (UNHEALTHY since it was marked, or out of them all; for a class of several load
+    # balancers read through one, one check interval later at most); None: not shown.
     drained_at: float | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -120,7 +120,7 @@ def verify_drain(
     lines: list[str] = []
     missing: list[str] = []
     since = marked_epoch(drain.marked_at)
-    unhealthy_at: list[float] = []  # when each class holding it was read UNHEALTHY since
+    unhealthy_at: list[float] = []  # by when each class holding it sends it nothing new
     for pool_class in classes:
         if not held_pools.intersection(pool_class.pools):
             continue
@@ -130,7 +130,7 @@ def verify_drain(
             continue
         lines.append(f"{reading.state.value} in {pool_class.lb.value} {reading.pool}")
         if reading.state is InstanceHealth.UNHEALTHY and (since is None or reading.at >= since):
-            unhealthy_at.append(reading.at)
+            unhealthy_at.append(_class_drained_at(pool_class, reading))
         if pool_class.kind is not PoolDrainKind.HEALTHZ:
             continue
         if pool_class.reach != Reach.ADMITTED.value:
@@ -148,3 +148,15 @@ def verify_drain(
         # connections any more (what a hold on its deletion waits for, planner/hold).
         return replace(verified, drained_at=max(unhealthy_at))
     return verified
+
+
+def _class_drained_at(pool_class: PoolClass, reading: HealthReading) -> float:
+    """By when every load balancer of the class reads the node UNHEALTHY, from one read. GCE
+    keeps a state per forwarding-rule IP, each probed on its own phase: the others of the
+    class turn UNHEALTHY within one check interval of the one read, and an interval is at
+    most half the bound (interval x (unhealthy threshold + 1), the threshold at least 1). A
+    class of one is drained when read so."""
+    if len(pool_class.pools) == 1:
+        return reading.at
+    turned = reading.unhealthy_since or reading.at
+    return max(reading.at, turned + pool_class.bound_seconds / 2)

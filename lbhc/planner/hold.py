@@ -179,7 +179,10 @@ def _decide(
     since = marked_epoch(marked_at(node)) or first_seen or now
     drain = status.drain
     deadline = since + _bound(drain, able) + config.release_margin_sec
-    release, why = _release(drain, now, since, deadline)
+    drained_by = _drained_by(drain, since)
+    if drained_by is not None:  # GCE's word, due before the bound maybe: a pass then
+        deadline = min(deadline, drained_by)
+    release, why = _release(drain, now, since, deadline, drained_by)
     if not held:
         # Never added to a marked node: the autoscaler chose it from an object without it.
         if release is None:
@@ -205,13 +208,22 @@ def _bound(drain: NodeDrain, able: Drainability) -> float:
     return float(max(bound, draining))
 
 
+def _drained_by(drain: NodeDrain, since: float) -> float | None:
+    """When, on GCE's word, no load balancer holding the node sends it anything: it reads
+    UNHEALTHY (or out) everywhere, and the connection draining of any backend service that
+    took it out has run its course. None: GCE has not shown it."""
+    if drain.drained_at is None:
+        return None
+    draining = max((r.draining_timeout_sec or 0 for r in drain.taken_out), default=0)
+    return max(drain.drained_at, since + draining)
+
+
 def _release(
-    drain: NodeDrain, now: float, since: float, deadline: float
+    drain: NodeDrain, now: float, since: float, deadline: float, drained_by: float | None
 ) -> tuple[ReleaseReason | None, str]:
     """(why to release now, or None to keep holding; and the words for it)."""
     after = f"after {max(0.0, now - since):.0f} s"
-    draining = max((r.draining_timeout_sec or 0 for r in drain.taken_out), default=0)
-    drained = drain.drained_at is not None and now >= since + draining
+    drained = drained_by is not None and now >= drained_by
     if drained and drain.state is DrainState.NOT_APPLICABLE:
         return ReleaseReason.DRAINED, f"out of every load balancer {after}"
     if drained:
