@@ -165,7 +165,11 @@ def _scale_down_at(
                 _wait_ready(world, options, hold)
             reports, times = _measure(delay, options, worlds, say, hold)
             released = _released(with_lbhc.sandbox, node_name(1)) if hold else ""
-            found = {kind: counts for report in reports for kind, counts in _counts(report).items()}
+            found = {
+                kind: counts
+                for world, report in zip(worlds, reports, strict=True)
+                for kind, counts in _counts(report, world, node_name(1)).items()
+            }
             traces = {
                 trace.name: trace
                 for world, report, scaled in zip(worlds, reports, times, strict=True)
@@ -375,16 +379,36 @@ def _say_hold(
     )
 
 
-def _counts(report: LoadReport) -> dict[str, ConnectionCounts]:
+def _counts(report: LoadReport, world: _World, victim: str) -> dict[str, ConnectionCounts]:
+    """`failed` counts the new connections the load balancer sent to the node being deleted
+    that did not complete (the data path's flow log says where each went). Skipped (over the
+    in-flight cap) and stopped (cut by the end of the run) attempts were never the load
+    balancer's to serve; nor was one that failed on a node that stays (the client itself
+    stalled on a loaded machine, say): both are left out, the latter logged."""
+    data_path = world.sandbox.data_path
+    assert data_path is not None
+    to_victim = {(f.rule, f.client_port) for f in data_path.flows() if f.node == victim}
     found = {}
     for target in report.targets:
-        # Skipped (over the in-flight cap) and stopped (cut by the end of the run) attempts
-        # were never the load balancer's to serve.
+        rule = world.pools[target]
         short = [
             a
             for a in report.attempts
             if a.target == target and a.kind == "short" and a.outcome not in ("skipped", "stopped")
         ]
+        elsewhere = [
+            a for a in short if a.outcome != "completed" and (rule, a.client_port) not in to_victim
+        ]
+        if elsewhere:
+            log.info(
+                "%s: %d new connection(s) failed that were not sent to %s (%s): not counted",
+                target,
+                len(elsewhere),
+                victim,
+                ", ".join(sorted({a.outcome for a in elsewhere})),
+            )
+        left_out = {id(a) for a in elsewhere}
+        short = [a for a in short if id(a) not in left_out]
         long = [a for a in report.attempts if a.target == target and a.kind == "long"]
         completed = sum(1 for a in short if a.outcome == "completed")
         found[target] = ConnectionCounts(

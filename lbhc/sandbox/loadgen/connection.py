@@ -126,9 +126,11 @@ async def short(target: Target, started: float, run: Context) -> None:
     spec = run.spec
     writer: asyncio.StreamWriter | None = None
     node: str | None = None
+    port: int | None = None
     outcome: Outcome = "stopped"  # unless the connection gets to an end before a cancel
     try:
         reader, writer = await connect(target, spec.connect_timeout_sec)
+        port = int(writer.get_extra_info("sockname")[1])
         node = await ask(reader, writer, spec.response_timeout_sec)
         outcome = "completed"
     except WIRE_ERRORS as exc:
@@ -136,7 +138,7 @@ async def short(target: Target, started: float, run: Context) -> None:
     finally:
         if writer is not None:
             close(writer)
-        run.record(Attempt(target.name, "short", started, run.clock(), outcome, node))
+        run.record(Attempt(target.name, "short", started, run.clock(), outcome, node, port))
 
 
 async def long_lived(target: Target, started: float, run: Context) -> None:

@@ -62,6 +62,9 @@ class Attempt:
     ended: float
     outcome: Outcome
     node: str | None = None
+    # The client's own port once connected (None if it never was): which flow of the load
+    # balancer's it was, so the flow log can say which node it was sent to.
+    client_port: int | None = None
 
     @property
     def cut(self) -> bool:
